@@ -1,0 +1,47 @@
+"""Input checks shared by the core: each raises an error that names what was wrong and what was expected."""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_tensor(name: str, value: object) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def check_even(name: str, value: int) -> int:
+    check_positive_int(name, value)
+    if value % 2:
+        raise ValueError(f"{name} must be even (dimensions are rotated or encoded in pairs), got {value}")
+    return value
+
+
+def check_same_device(**tensors: torch.Tensor) -> None:
+    devices = {name: t.device for name, t in tensors.items()}
+    if len(set(devices.values())) > 1:
+        listed = ", ".join(f"{name} on {dev}" for name, dev in devices.items())
+        raise ValueError(f"tensors must be on one device, got {listed}")
+
+
+def check_float(name: str, t: torch.Tensor) -> None:
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+
+
+def check_integer_positions(name: str, t: torch.Tensor) -> None:
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer positions (e.g. torch.long), got dtype {t.dtype}")
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(map(repr, choices))}")
+    return value  # type: ignore[return-value]

@@ -1,0 +1,307 @@
+"""Rotary position embedding (RoPE; Su et al. 2021, RoFormer, arXiv 2104.09864).
+
+Each pair of dims of a query or key at position ``m`` is rotated by the angle ``m * inv_freq[i]``::
+
+    x_a' = x_a cos(m w_i) - x_b sin(m w_i)
+    x_b' = x_b cos(m w_i) + x_a sin(m w_i)
+
+so ``<R_m q, R_n k>`` depends on ``n - m`` only. Which dims form a pair is a *layout*:
+
+* ``"half"`` (GPT-NeoX, Llama, Mistral, Qwen; ``rotate_half``): pair ``i`` is ``(i, i + r)``;
+* ``"interleaved"`` (RoFormer paper, GPT-J): pair ``i`` is ``(2i, 2i + 1)``;
+
+where ``r = cos.shape[-1]`` is the number of rotated pairs. The layouts rotate different dims, so weights
+trained with one give wrong scores under the other; ``layout_permutation`` relates them exactly.
+
+Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r`` rotated pairs (``2r <= D``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from posref._checks import (
+    check_choice,
+    check_even,
+    check_float,
+    check_integer_positions,
+    check_positive_int,
+    check_same_device,
+    check_tensor,
+)
+from posref.scaling import rope_frequencies, split_scaling
+
+LAYOUTS = ("half", "interleaved")
+
+
+def rope_cos_sin(
+    positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cos and sin of the rotation angles ``positions * inv_freq`` -> two ``positions.shape + (r,)`` float32.
+
+    Angles are formed in float32 whatever the inputs' dtype (float16 angles are wrong by whole radians at
+    long positions). ``attention_factor`` multiplies both (YaRN's and LongRoPE's temperature lives here).
+    """
+    check_tensor("positions", positions)
+    check_tensor("inv_freq", inv_freq)
+    check_same_device(positions=positions, inv_freq=inv_freq)
+    if inv_freq.ndim != 1:
+        raise ValueError(f"inv_freq must be 1-D (one frequency per pair), got shape {tuple(inv_freq.shape)}")
+    angles = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
+    cos, sin = angles.cos(), angles.sin()
+    if attention_factor != 1.0:
+        cos, sin = cos * attention_factor, sin * attention_factor
+    return cos, sin
+
+
+def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> int:
+    check_tensor("x", x), check_tensor("cos", cos), check_tensor("sin", sin)
+    check_float("x", x)
+    check_same_device(x=x, cos=cos, sin=sin)
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if x.ndim < 2:
+        raise ValueError(f"x must be (..., seq, head_dim), got shape {tuple(x.shape)}")
+    r = cos.shape[-1]
+    head_dim, seq = x.shape[-1], x.shape[-2]
+    if 2 * r > head_dim:
+        raise ValueError(
+            f"cos/sin have {r} pairs (last dim) = {2 * r} rotated dims, more than x's head_dim {head_dim}; "
+            f"expected cos.shape[-1] <= head_dim / 2"
+        )
+    if cos.ndim < 2 or cos.shape[-2] not in (1, seq):
+        raise ValueError(
+            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]), got shape {tuple(cos.shape)}"
+        )
+    if cos.ndim not in (2, x.ndim):
+        raise ValueError(
+            f"cos/sin of shape {tuple(cos.shape)} are ambiguous for x of shape {tuple(x.shape)}: pass (seq, pairs) "
+            f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
+        )
+    try:
+        torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
+    except RuntimeError:
+        raise ValueError(f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}") from None
+    return r
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+    """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
+
+    Args:
+        x: ``(..., T, D)`` queries or keys, any float dtype.
+        cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
+            for per-sequence positions), from ``rope_cos_sin``.
+        layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
+    Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
+    rounded once.
+    """
+    check_choice("layout", layout, LAYOUTS)
+    r = _check_rope_inputs(x, cos, sin)
+    compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    cos, sin = cos.to(compute), sin.to(compute)
+    if layout == "interleaved":
+        return _apply_interleaved(x, cos, sin, r, compute)
+    return _apply_half(x, cos, sin, r, compute)
+
+
+def _apply_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype) -> torch.Tensor:
+    xc = x.to(compute)
+    out = torch.empty(x.shape, dtype=compute, device=x.device)
+    x1, x2 = xc[..., :r], xc[..., r : 2 * r]
+    o1, o2 = out[..., :r], out[..., r : 2 * r]
+    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written in place: no concatenation, no rotate_half copy
+    torch.mul(x1, cos, out=o1)
+    o1.addcmul_(x2, sin, value=-1.0)
+    torch.mul(x2, cos, out=o2)
+    o2.addcmul_(x1, sin)
+    if 2 * r < x.shape[-1]:
+        out[..., 2 * r :] = xc[..., 2 * r :]
+    return out.to(x.dtype)
+
+
+def _apply_interleaved(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
+) -> torch.Tensor:
+    xc = x.to(compute)
+    out = torch.empty(x.shape, dtype=compute, device=x.device)
+    # (..., T, 2r) -> (..., T, r, 2): pair i is (2i, 2i+1); rotate as complex numbers a + ib times cos + i sin
+    pairs = torch.view_as_complex(xc[..., : 2 * r].contiguous().unflatten(-1, (r, 2)))
+    rotated = pairs * torch.complex(cos, sin)
+    out[..., : 2 * r] = torch.view_as_real(rotated).flatten(-2)
+    if 2 * r < x.shape[-1]:
+        out[..., 2 * r :] = xc[..., 2 * r :]
+    return out.to(x.dtype)
+
+
+def layout_permutation(dim: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """Indices ``[0, 2, 4, ..., 1, 3, 5, ...]`` ("evens then odds") of length ``dim``.
+
+    For ``perm = layout_permutation(D)``: ``apply_rope(x[..., perm], c, s, layout="half")`` equals
+    ``apply_rope(x, c, s, layout="interleaved")[..., perm]``. This is how checkpoints are converted between
+    the two layouts (permuting the rows of the query and key projections).
+    """
+    check_even("dim", dim)
+    return torch.cat((torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)))
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE with a cos/sin cache, explicit positions or a KV-cache offset, and length-dependent scaling.
+
+    ``forward(q, k, positions=None, offset=0)`` rotates ``(..., T, D)`` queries and keys; positions default to
+    ``offset .. offset + T - 1`` (the new tokens after ``offset`` cached ones). ``positions`` may be ``(T,)`` or
+    ``(B, T)`` (one row per sequence, for ``(B, H, T, D)`` inputs).
+
+    The cache holds ``cos * attention_factor`` and ``sin * attention_factor`` for positions ``0 .. n - 1``; it grows
+    (doubling) when a later position arrives, and is rebuilt when the frequencies change. For the
+    length-dependent methods the frequencies follow the current length ``max(position) + 1``:
+
+    * ``dynamic`` keeps the largest length seen so far and goes back to the original frequencies only once a
+      sequence is shorter than ``original_max_position_embeddings`` (as the transformers library does);
+    * ``longrope`` uses its long factors iff the length exceeds ``original_max_position_embeddings``, on every call.
+
+    Trap: keys already in a KV cache were rotated with the frequencies in force when they were written; a
+    later change of frequencies (dynamic NTK growing its base) does not re-rotate them, so old and new keys
+    are then rotated inconsistently.
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        scaling: Mapping[str, Any] | None = None,
+        layout: str = "half",
+        partial_rotary_factor: float = 1.0,
+        initial_cache_len: int = 256,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.base = float(base)
+        self.scaling = dict(scaling) if scaling is not None else None
+        self.layout = check_choice("layout", layout, LAYOUTS)
+        self.partial_rotary_factor = partial_rotary_factor
+        self.method, params = split_scaling(self.scaling)
+        self.original_len: int | None = params.get("original_max_position_embeddings")
+        if self.method.length_dependent and self.original_len is None:
+            raise ValueError(f"rope_type {self.method.name!r} needs original_max_position_embeddings")
+        self._freq_len: int | None = self.original_len if self.method.name == "dynamic" else None
+        inv_freq, factor = self._frequencies(self._freq_len, device)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.attention_factor = factor
+        self.register_buffer("_cos", torch.empty(0, inv_freq.numel(), device=device), persistent=False)
+        self.register_buffer("_sin", torch.empty(0, inv_freq.numel(), device=device), persistent=False)
+        self._initial_cache_len = check_positive_int("initial_cache_len", initial_cache_len)
+
+    def _frequencies(self, seq_len: int | None, device: torch.device | str | None) -> tuple[torch.Tensor, float]:
+        return rope_frequencies(
+            self.head_dim,
+            base=self.base,
+            scaling=self.scaling,
+            seq_len=seq_len,
+            partial_rotary_factor=self.partial_rotary_factor,
+            device=device,
+        )
+
+    @property
+    def cached_len(self) -> int:
+        return self._cos.shape[0]
+
+    def _update_frequencies(self, seq_len: int) -> None:
+        if not self.method.length_dependent:
+            return
+        if self.method.name == "dynamic":
+            assert self._freq_len is not None and self.original_len is not None
+            if seq_len > self._freq_len:
+                new_len = seq_len
+            elif seq_len < self.original_len:
+                new_len = self.original_len
+            else:
+                new_len = self._freq_len  # hysteresis: a shorter sequence keeps the grown base
+        else:
+            new_len = seq_len
+        if new_len == self._freq_len and self.cached_len:
+            return
+        inv_freq, factor = self._frequencies(new_len, self.inv_freq.device)
+        self._freq_len = new_len
+        if not torch.equal(inv_freq, self.inv_freq) or factor != self.attention_factor:
+            self.inv_freq, self.attention_factor = inv_freq, factor
+            self._build_cache(max(self.cached_len, self._initial_cache_len))
+
+    def _build_cache(self, length: int) -> None:
+        positions = torch.arange(length, device=self.inv_freq.device)
+        self._cos, self._sin = rope_cos_sin(positions, self.inv_freq, attention_factor=self.attention_factor)
+
+    def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cached cos and sin for integer ``positions`` of any shape -> ``positions.shape + (r,)`` float32."""
+        check_tensor("positions", positions)
+        check_integer_positions("positions", positions)
+        check_same_device(positions=positions, inv_freq=self.inv_freq)
+        if positions.numel() == 0:
+            raise ValueError("positions is empty")
+        if int(positions.min()) < 0:
+            raise ValueError(f"positions must be >= 0, got {int(positions.min())}")
+        needed = int(positions.max()) + 1
+        self._update_frequencies(needed)
+        if needed > self.cached_len:
+            self._build_cache(max(needed, 2 * self.cached_len, self._initial_cache_len))
+        return self._cos[positions], self._sin[positions]
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        *,
+        positions: torch.Tensor | None = None,
+        offset: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate queries and keys ``(..., T, D)`` at ``positions`` (default ``offset .. offset + T - 1``)."""
+        check_tensor("q", q), check_tensor("k", k)
+        if q.shape[-1] != self.head_dim or k.shape[-1] != self.head_dim:
+            raise ValueError(
+                f"q and k must end in head_dim={self.head_dim}, got shapes {tuple(q.shape)} and {tuple(k.shape)}"
+            )
+        if q.shape[-2] != k.shape[-2]:
+            raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
+        cos, sin = self._cos_sin_for(q, positions, offset)
+        return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
+
+    def rotate(self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
+        """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
+        cos, sin = self._cos_sin_for(x, positions, offset)
+        return apply_rope(x, cos, sin, layout=self.layout)
+
+    def _cos_sin_for(
+        self, x: torch.Tensor, positions: torch.Tensor | None, offset: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        seq = x.shape[-2]
+        if positions is None:
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+            positions = torch.arange(offset, offset + seq, device=self.inv_freq.device)
+        elif offset:
+            raise ValueError("pass either positions or offset, not both")
+        if positions.shape[-1] != seq or positions.ndim not in (1, 2):
+            raise ValueError(
+                f"positions must be (T,) or (B, T) with T = {seq} (x.shape[-2]), got shape {tuple(positions.shape)}"
+            )
+        cos, sin = self.cos_sin(positions)
+        if positions.ndim == 2:
+            if x.ndim != 4 or x.shape[0] != positions.shape[0]:
+                raise ValueError(
+                    f"per-sequence positions (B, T) = {tuple(positions.shape)} need x of shape (B, H, T, D), "
+                    f"got {tuple(x.shape)}"
+                )
+            cos, sin = cos[:, None], sin[:, None]  # (B, T, r) -> (B, 1, T, r): shared by heads
+        return cos, sin
+
+    def extra_repr(self) -> str:
+        return (
+            f"head_dim={self.head_dim}, base={self.base}, rope_type={self.method.name!r}, layout={self.layout!r}, "
+            f"partial_rotary_factor={self.partial_rotary_factor}"
+        )
