@@ -1,0 +1,29 @@
+"""nbgrader configuration for the course, used from the repository root:
+
+    nbgrader generate_assignment 01_order --JupyterApp.config_file=autograder/nbgrader_config.py --force
+
+`solutions/` is the source directory and `notebooks/` the release directory; everything a class produces
+(submissions, the gradebook, feedback) lives in a course folder outside the repository, set by the environment
+variable POSREF_COURSE_DIR (default: ~/posref-course).
+"""
+
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+REPO = Path(__file__).resolve().parent.parent
+COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
+
+c.CourseDirectory.root = str(REPO)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.submitted_directory = str(COURSE / "submitted")
+c.CourseDirectory.autograded_directory = str(COURSE / "autograded")
+c.CourseDirectory.feedback_directory = str(COURSE / "feedback")
+c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
+c.CourseDirectory.course_id = "posref"
+# Stubs raise until the student fills them in; released notebooks never carry outputs.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearOutput.enabled = True
+c.Execute.timeout = 300
