@@ -13,11 +13,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import pytest
-
-transformers = pytest.importorskip("transformers")
-from transformers import AutoConfig, LlamaConfig  # noqa: E402
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+from transformers import AutoConfig, LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 # the library logs warnings for keys it does not know (e.g. posref's own) and for implicit factors
 logging.getLogger("transformers").setLevel(logging.ERROR)
