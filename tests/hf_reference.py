@@ -8,6 +8,7 @@ uses at run time.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 from collections.abc import Mapping
@@ -56,7 +57,7 @@ def hf_init(config: Any, seq_len: int | None = None) -> tuple[Any, float]:
 
 def hf_model_config(config_dict: Mapping[str, Any]) -> Any:
     """The model type's own config class, filled from a ``config.json`` dict."""
-    kwargs = dict(config_dict)
+    kwargs = copy.deepcopy(dict(config_dict))  # the library writes into the nested RoPE dict
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
