@@ -25,6 +25,17 @@ rope_type          what it does to pair ``i``'s frequency ``w_i``           depe
 
 Numerics follow transformers 5.24 for the types it has (same float32 formation, so equal to ~1 ulp);
 ``ntk`` and ``ntk_by_parts`` are not in that library and follow their papers.
+
+Where the papers and the library differ, the library's behaviour is the default and the paper's is exposed:
+
+* YaRN's ramp: linear in the pair index (library, ``ramp="index"``) vs linear in turns per ``L`` (paper,
+  ``ramp="ratio"``, which is also ``ntk_by_parts``);
+* Dynamic NTK's alpha: ``factor * l / L - (factor - 1)`` (library) vs ``max(1, l / L)`` (paper):
+  ``dynamic_ntk_alpha(..., rule=...)``; and the library keeps a grown base until the length drops below ``L``
+  (``RotaryEmbedding`` does the same);
+* YaRN's temperature multiplies cos and sin (library), so with partial rotary only the rotated dims are
+  tempered; the paper tempers the whole logit (DeepSeek does so via its softmax scale);
+* LongRoPE's ``n_hat`` (first tokens left unscaled) is in the paper only.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and matplotlib: ~5-15 s on a busy 2-core machine
 def test_cli_inspects_a_shipped_config_and_saves_the_plot(tmp_path):
     result = run_cli("inspect", str(DATA), "--model", "Llama-3.1-8B", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

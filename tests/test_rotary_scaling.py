@@ -170,3 +170,17 @@ def test_kv_cache_keys_are_not_rerotated_when_the_base_grows():
     consistent = [float(queries[i] @ fresh[p - distance]) for i, p in enumerate([150, 159])]
     assert consistent[0] == pytest.approx(consistent[1], abs=1e-4)
     assert abs(mixed[0] - mixed[1]) > 1e-2, mixed
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["yarn", "dynamic", "longrope"])
+def test_cuda_module_matches_cpu(name):
+    x = torch.randn(2, 3, 200, HEAD_DIM)
+    cpu = RotaryEmbedding(HEAD_DIM, scaling=SCALINGS[name])
+    expected = cpu.rotate(x)
+    gpu = RotaryEmbedding(HEAD_DIM, scaling=SCALINGS[name]).cuda()
+    assert gpu.inv_freq.device.type == "cuda" and gpu.inv_freq.dtype == torch.float32
+    out = gpu.rotate(x.cuda())
+    assert out.device.type == "cuda"
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-5)
