@@ -63,7 +63,9 @@ def register_scaling(
     def decorate(fn: FrequencyFn) -> FrequencyFn:
         if name in SCALING_METHODS:
             raise ValueError(f"scaling method {name!r} is registered twice")
-        SCALING_METHODS[name] = ScalingMethod(name, fn, frozenset(required), frozenset(optional), length_dependent)
+        SCALING_METHODS[name] = ScalingMethod(
+            name, fn, frozenset(required), frozenset(optional), length_dependent
+        )
         return fn
 
     return decorate
@@ -77,7 +79,9 @@ def default_inv_freq(dim: int, base: float, *, device: torch.device | str | None
 
 
 @register_scaling("default")
-def _default(dim: int, base: float, params: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
+def _default(
+    dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[torch.Tensor, float]:
     """Plain RoPE (Su et al. 2021, RoFormer, arXiv 2104.09864): ``inv_freq[i] = base**(-2i/dim)``."""
     return default_inv_freq(dim, base), 1.0
 
@@ -87,7 +91,9 @@ def split_scaling(scaling: Mapping[str, Any] | None) -> tuple[ScalingMethod, dic
     if scaling is None:
         return SCALING_METHODS["default"], {}
     if not isinstance(scaling, Mapping):
-        raise TypeError(f"scaling must be a dict with a 'rope_type' key or None, got {type(scaling).__name__}")
+        raise TypeError(
+            f"scaling must be a dict with a 'rope_type' key or None, got {type(scaling).__name__}"
+        )
     if "rope_type" not in scaling:
         raise ValueError(
             f"scaling dict needs a 'rope_type' key, one of {', '.join(sorted(SCALING_METHODS))}; got keys "
@@ -107,7 +113,9 @@ def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     if not 0.0 < partial_rotary_factor <= 1.0:
         raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
     dim = int(head_dim * partial_rotary_factor)
-    check_even(f"rotary dim int(head_dim * partial_rotary_factor) = int({head_dim} * {partial_rotary_factor})", dim)
+    check_even(
+        f"rotary dim int(head_dim * partial_rotary_factor) = int({head_dim} * {partial_rotary_factor})", dim
+    )
     return dim
 
 
