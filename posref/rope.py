@@ -63,7 +63,9 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     check_float("x", x)
     check_same_device(x=x, cos=cos, sin=sin)
     if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     if x.ndim < 2:
         raise ValueError(f"x must be (..., seq, head_dim), got shape {tuple(x.shape)}")
     r = cos.shape[-1]
@@ -85,11 +87,15 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     try:
         torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
     except RuntimeError:
-        raise ValueError(f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}") from None
+        raise ValueError(
+            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}"
+        ) from None
     return r
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
+) -> torch.Tensor:
     """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
 
     Args:
@@ -97,11 +103,17 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
             for per-sequence positions), from ``rope_cos_sin``.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
+        fused: run one compiled pass (``torch.compile``; see ``posref.rope_fused``) instead of the readable eager
+            kernels. ``None`` (default) fuses on CUDA and stays eager elsewhere (compiling costs seconds per shape).
     Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
     rounded once.
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
+    if fused or (fused is None and x.is_cuda):
+        from posref.rope_fused import apply_rope_fused
+
+        return apply_rope_fused(x, cos, sin, layout=layout)
     compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     cos, sin = cos.to(compute), sin.to(compute)
     if layout == "interleaved":
@@ -109,7 +121,9 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
     return _apply_half(x, cos, sin, r, compute)
 
 
-def _apply_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype) -> torch.Tensor:
+def _apply_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
+) -> torch.Tensor:
     xc = x.to(compute)
     out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
@@ -201,7 +215,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("_sin", torch.empty(0, inv_freq.numel(), device=device), persistent=False)
         self._initial_cache_len = check_positive_int("initial_cache_len", initial_cache_len)
 
-    def _frequencies(self, seq_len: int | None, device: torch.device | str | None) -> tuple[torch.Tensor, float]:
+    def _frequencies(
+        self, seq_len: int | None, device: torch.device | str | None
+    ) -> tuple[torch.Tensor, float]:
         return rope_frequencies(
             self.head_dim,
             base=self.base,
@@ -286,7 +302,9 @@ class RotaryEmbedding(nn.Module):
         cos, sin = self._cos_sin_for(q, positions, offset)
         return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
 
-    def rotate(self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
+    def rotate(
+        self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0
+    ) -> torch.Tensor:
         """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
         cos, sin = self._cos_sin_for(x, positions, offset)
         return apply_rope(x, cos, sin, layout=self.layout)
