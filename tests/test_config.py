@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_close
 
 from posref.config import RopeConfig, rope_from_config
 from posref.scaling import default_inv_freq
@@ -63,14 +64,14 @@ def test_shipped_config_matches_the_models_own_rotary_module(hf, name):
     rope = rope_from_config(config)
     theirs = hf.hf_rotary_for_model_config(config)
     inv_freq, attention = rope.frequencies()
-    torch.testing.assert_close(inv_freq, theirs.inv_freq, rtol=1e-6, atol=0, msg=name)
+    assert_close(inv_freq, theirs.inv_freq, atol=0.0, rtol=1e-6, what=name)
     assert attention == pytest.approx(theirs.attention_scaling, rel=1e-12), name
     if rope.length_dependent:  # the length-dependent ones also past the original length
         seq_len = rope.original_max_position_embeddings + 1
         ours_long, _ = rope.frequencies(seq_len)
         rope_type = hf.hf_model_config(config).rope_parameters["rope_type"]
         their_long, _ = hf.ROPE_INIT_FUNCTIONS[rope_type](hf.hf_model_config(config), None, seq_len=seq_len)
-        torch.testing.assert_close(ours_long, their_long, rtol=1e-6, atol=0, msg=name)
+        assert_close(ours_long, their_long, atol=0.0, rtol=1e-6, what=name)
 
 
 def test_every_shipped_config_is_covered():
@@ -186,7 +187,7 @@ def test_spellings_match_transformers(hf, case):
         else:
             their_inv, their_attention = hf.ROPE_INIT_FUNCTIONS[rope_type](hf_config, None, seq_len=seq_len)
         ours, our_attention = rope.frequencies(seq_len)
-        torch.testing.assert_close(ours, their_inv, rtol=1e-6, atol=0, msg=f"{case} at {seq_len}")
+        assert_close(ours, their_inv, atol=0.0, rtol=1e-6, what=f"{case} at {seq_len}")
         assert our_attention == pytest.approx(their_attention, rel=1e-12), case
 
 

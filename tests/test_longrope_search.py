@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close
 
 from posref.longrope_search import longrope_search, seed_factors
 from posref.scaling import default_inv_freq, rope_frequencies
@@ -29,7 +30,7 @@ def test_seed_factors_are_the_closed_form_methods():
     assert torch.allclose(SEEDS["pi"], torch.full((N,), 8.0, dtype=torch.float64))
     # NTK-aware: lambda_i = s ** (2i / (d - 2)), from 1 to exactly s
     expected = torch.tensor([8.0 ** (2 * i / (2 * N - 2)) for i in range(N)], dtype=torch.float64)
-    torch.testing.assert_close(SEEDS["ntk"], expected, rtol=1e-5, atol=0)
+    assert_close(SEEDS["ntk"], expected, atol=0.0, rtol=1e-5)
     # YaRN: 1 for the fastest pairs, s for the slowest
     assert SEEDS["yarn"][0] == 1.0 and float(SEEDS["yarn"][-1]) == pytest.approx(8.0, rel=1e-6)
 
@@ -85,8 +86,8 @@ def test_result_plugs_into_longrope_frequencies():
     result = longrope_search(log_error(TARGET), SEEDS, max_factor=16.0, generations=3, seed=0)
     scaling = result.as_scaling(1024)
     inv_freq, attention = rope_frequencies(2 * N, scaling=scaling, seq_len=2048)
-    torch.testing.assert_close(
-        inv_freq.double(), default_inv_freq(2 * N, 10000.0).double() / result.factors, rtol=1e-6, atol=0
+    assert_close(
+        inv_freq.double(), default_inv_freq(2 * N, 10000.0).double() / result.factors, atol=0.0, rtol=1e-6
     )
     assert attention > 1.0
     assert torch.equal(

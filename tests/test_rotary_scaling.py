@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close
 
 from posref.rope import RotaryEmbedding, apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq, rope_frequencies
@@ -55,8 +56,8 @@ def test_cached_equals_uncached(name, length):
     q, k = torch.randn(2, 3, length, HEAD_DIM), torch.randn(2, 3, length, HEAD_DIM)
     positions = torch.arange(length)
     rq, rk = rope(q, k)
-    torch.testing.assert_close(rq, uncached(q, positions, SCALINGS[name], length), rtol=0, atol=1e-6)
-    torch.testing.assert_close(rk, uncached(k, positions, SCALINGS[name], length), rtol=0, atol=1e-6)
+    assert_close(rq, uncached(q, positions, SCALINGS[name], length), atol=1e-6)
+    assert_close(rk, uncached(k, positions, SCALINGS[name], length), atol=1e-6)
 
 
 def test_attention_factor_scales_the_rotated_norm():
@@ -66,8 +67,8 @@ def test_attention_factor_scales_the_rotated_norm():
     rope = RotaryEmbedding(2 * HEAD_DIM, scaling=scaling, partial_rotary_factor=0.5)
     x = torch.randn(7, 2 * HEAD_DIM, dtype=torch.float64)
     out = rope.rotate(x)
-    torch.testing.assert_close(out[:, :HEAD_DIM].norm(dim=-1), factor * x[:, :HEAD_DIM].norm(dim=-1))
-    torch.testing.assert_close(out[:, HEAD_DIM:], x[:, HEAD_DIM:])
+    assert_close(out[:, :HEAD_DIM].norm(dim=-1), factor * x[:, :HEAD_DIM].norm(dim=-1), atol=0, rtol=1e-6)
+    assert_close(out[:, HEAD_DIM:], x[:, HEAD_DIM:], atol=0)
 
 
 def test_past_the_cache_grows_and_stays_correct():
@@ -78,11 +79,9 @@ def test_past_the_cache_grows_and_stays_correct():
     assert rope.cached_len == 8
     late = rope.rotate(x[:, :1], offset=99)  # one token far past the cache (a decoding step)
     assert rope.cached_len >= 100
-    torch.testing.assert_close(
-        late, uncached(x[:, :1], torch.tensor([99]), SCALINGS["yarn"], 100), rtol=0, atol=1e-6
-    )
+    assert_close(late, uncached(x[:, :1], torch.tensor([99]), SCALINGS["yarn"], 100), atol=1e-6)
     # the grown cache still serves early positions with the same values
-    torch.testing.assert_close(rope.rotate(x[:, :5]), early, rtol=0, atol=0)
+    assert_close(rope.rotate(x[:, :5]), early, atol=0)
 
 
 def test_cast_module_keeps_float32_frequencies():
@@ -91,7 +90,7 @@ def test_cast_module_keeps_float32_frequencies():
     expected = rope.rotate(x)
     half = RotaryEmbedding(HEAD_DIM, scaling=SCALINGS["llama3"]).to(torch.bfloat16)
     assert half.inv_freq.dtype == torch.float32
-    torch.testing.assert_close(half.rotate(x), expected, rtol=0, atol=0)
+    assert_close(half.rotate(x), expected, atol=0)
 
 
 def _inv_freq_after(rope: RotaryEmbedding, length: int) -> torch.Tensor:
@@ -144,12 +143,8 @@ def test_stateful_rule_matches_transformers(hf, scaling):
         their_cos, their_sin = theirs(x, positions[None])
         our_cos, our_sin = ours.cos_sin(positions)
         # the library's cos is cat(cos, cos) over the half-split pairs
-        torch.testing.assert_close(
-            our_cos, their_cos[0, :, : HEAD_DIM // 2], rtol=0, atol=2e-6, msg=f"{length}"
-        )
-        torch.testing.assert_close(
-            our_sin, their_sin[0, :, : HEAD_DIM // 2], rtol=0, atol=2e-6, msg=f"{length}"
-        )
+        assert_close(our_cos, their_cos[0, :, : HEAD_DIM // 2], atol=2e-6, what=f"{length}")
+        assert_close(our_sin, their_sin[0, :, : HEAD_DIM // 2], atol=2e-6, what=f"{length}")
 
 
 def test_kv_cache_keys_are_not_rerotated_when_the_base_grows():
@@ -183,4 +178,4 @@ def test_cuda_module_matches_cpu(name):
     assert gpu.inv_freq.device.type == "cuda" and gpu.inv_freq.dtype == torch.float32
     out = gpu.rotate(x.cuda())
     assert out.device.type == "cuda"
-    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-5)
+    assert_close(out.cpu(), expected, atol=1e-5)

@@ -12,6 +12,7 @@ import random
 
 import pytest
 import torch
+from conftest import assert_close
 
 from posref.scaling import (
     SCALING_METHODS,
@@ -24,19 +25,8 @@ from posref.scaling import (
 )
 
 
-def assert_close(actual: torch.Tensor, expected, *, rtol: float, atol: float = 0.0, what: str = "") -> None:
-    """One assertion helper: compares in float64 and reports the largest error and where it is."""
-    expected = torch.as_tensor(expected, dtype=torch.float64)
-    actual = actual.to(torch.float64)
-    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-    err = (actual - expected).abs()
-    bound = atol + rtol * expected.abs()
-    if bool((err > bound).any()):
-        i = int((err - bound).argmax())
-        raise AssertionError(
-            f"{what}: max error {float(err.max()):.3e}; worst at index {i}: {float(actual[i])!r} vs "
-            f"{float(expected[i])!r} (rtol={rtol}, atol={atol})"
-        )
+def f64(values) -> torch.Tensor:
+    return torch.as_tensor(values, dtype=torch.float64)
 
 
 def _oracle_default(dim: int, base: float) -> list[float]:
@@ -124,13 +114,13 @@ def test_ntk_needs_more_than_one_pair():
 @pytest.mark.parametrize(("dim", "base"), [(8, 10000.0), (64, 10000.0), (128, 500000.0), (96, 1e6)])
 def test_default_is_base_to_the_minus_2i_over_d(dim, base):
     inv_freq, factor = rope_frequencies(dim, base=base)
-    assert_close(inv_freq, _oracle_default(dim, base), rtol=2e-6, what="default")
+    assert_close(inv_freq, f64(_oracle_default(dim, base)), atol=0.0, rtol=2e-6, what="default")
     assert factor == 1.0 and inv_freq.dtype == torch.float32
 
 
 def test_partial_rotary_uses_the_rotary_dim_in_the_exponent():
     inv_freq, _ = rope_frequencies(64, base=10000.0, partial_rotary_factor=0.25)
-    assert_close(inv_freq, _oracle_default(16, 10000.0), rtol=2e-6, what="partial")
+    assert_close(inv_freq, f64(_oracle_default(16, 10000.0)), atol=0.0, rtol=2e-6, what="partial")
 
 
 @pytest.mark.parametrize("factor", [1.0, 2.0, 8.0, 32.5])
@@ -138,7 +128,7 @@ def test_linear_is_default_divided_by_factor(factor):
     inv_freq, attention = rope_frequencies(
         64, base=10000.0, scaling={"rope_type": "linear", "factor": factor}
     )
-    assert_close(inv_freq, [w / factor for w in _oracle_default(64, 10000.0)], rtol=2e-6, what="linear")
+    assert_close(inv_freq, f64(_oracle_default(64, 10000.0)) / factor, atol=0.0, rtol=2e-6, what="linear")
     assert attention == 1.0
 
 
@@ -152,7 +142,9 @@ def test_ntk_keeps_the_fastest_pair_and_divides_the_slowest_by_factor(dim, facto
     # every pair in between is interpolated by a factor that grows with the wavelength
     assert all(1.0 <= a <= b <= factor * (1 + 5e-6) for a, b in zip(ratio, ratio[1:], strict=False))
     # closed form: ratio_i = factor ** (2i / (d - 2))
-    assert_close(torch.tensor(ratio), [factor ** (2 * i / (dim - 2)) for i in range(dim // 2)], rtol=1e-5)
+    assert_close(
+        f64(ratio), f64([factor ** (2 * i / (dim - 2)) for i in range(dim // 2)]), atol=0.0, rtol=1e-5
+    )
 
 
 def test_dynamic_is_plain_rope_up_to_the_original_length():
@@ -171,7 +163,7 @@ def test_dynamic_past_the_length_is_the_ntk_base_change_with_the_library_alpha()
     expected = [(base * alpha ** (dim / (dim - 2))) ** (-2 * i / dim) for i in range(dim // 2)]
     scaling = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": length}
     inv_freq, _ = rope_frequencies(dim, base=base, scaling=scaling, seq_len=seq_len)
-    assert_close(inv_freq, expected, rtol=1e-5, what="dynamic")
+    assert_close(inv_freq, f64(expected), atol=0.0, rtol=1e-5, what="dynamic")
 
 
 def test_dynamic_alpha_rules_agree_only_for_factor_one():
@@ -200,8 +192,8 @@ def test_yarn_lies_between_pi_and_plain_rope(factor, ramp):
     tol = 1e-6 * plain
     assert bool((inv_freq <= plain + tol).all()) and bool((inv_freq >= plain / factor - tol).all())
     # the fastest pairs are kept and the slowest interpolated by the full factor
-    assert_close(inv_freq[:4], plain[:4], rtol=1e-6, what="fast pairs")
-    assert_close(inv_freq[-4:], plain[-4:] / factor, rtol=1e-6, what="slow pairs")
+    assert_close(inv_freq[:4], plain[:4], atol=0.0, rtol=1e-6, what="fast pairs")
+    assert_close(inv_freq[-4:], plain[-4:] / factor, atol=0.0, rtol=1e-6, what="slow pairs")
 
 
 def _oracle_by_parts(dim, base, factor, length, beta_fast=32.0, beta_slow=1.0):
@@ -223,14 +215,16 @@ def test_ntk_by_parts_follows_the_paper_ramp_in_turns(beta_fast, beta_slow):
         "beta_slow": beta_slow,
     }
     inv_freq, attention = rope_frequencies(96, base=10000.0, scaling=scaling)
-    assert_close(inv_freq, _oracle_by_parts(96, 10000.0, 8.0, 2048, beta_fast, beta_slow), rtol=2e-6)
+    assert_close(
+        inv_freq, f64(_oracle_by_parts(96, 10000.0, 8.0, 2048, beta_fast, beta_slow)), atol=0.0, rtol=2e-6
+    )
     assert attention == 1.0
 
 
 def test_yarn_paper_ramp_is_ntk_by_parts_plus_temperature():
     oracle = _oracle_by_parts(128, 10000.0, 16.0, 4096)
     inv_freq, attention = rope_frequencies(128, base=10000.0, scaling=_yarn(16.0, ramp="ratio"))
-    assert_close(inv_freq, oracle, rtol=2e-6)
+    assert_close(inv_freq, f64(oracle), atol=0.0, rtol=2e-6)
     assert attention == pytest.approx(0.1 * math.log(16.0) + 1)
 
 
@@ -288,7 +282,7 @@ def test_llama3_matches_a_loop_over_wavelength_bands():
             smooth = (length / wavelength - low) / (high - low)
             expected.append((1 - smooth) * theta / factor + smooth * theta)
     scaling = {**LLAMA31, "factor": factor}
-    assert_close(rope_frequencies(64, base=500000.0, scaling=scaling)[0], expected, rtol=2e-6)
+    assert_close(rope_frequencies(64, base=500000.0, scaling=scaling)[0], f64(expected), atol=0.0, rtol=2e-6)
 
 
 def _longrope(dim=16, **extra):
@@ -307,7 +301,7 @@ def test_longrope_switches_strictly_above_the_original_length():
     long = plain / torch.tensor([2.0 + i for i in range(8)], dtype=torch.float64)
     for seq_len, expected in [(None, short), (1, short), (4096, short), (4097, long), (100000, long)]:
         inv_freq, _ = rope_frequencies(16, scaling=_longrope(factor=32.0), seq_len=seq_len)
-        assert_close(inv_freq, expected, rtol=2e-6, what=f"seq_len={seq_len}")
+        assert_close(inv_freq, expected, atol=0.0, rtol=2e-6, what=f"seq_len={seq_len}")
 
 
 def test_longrope_attention_factor_phi35():
@@ -412,7 +406,7 @@ def test_matches_transformers_on_random_configs(hf, rope_type):
         )
         theirs, their_attention = hf.hf_init(config, seq_len=seq_len)
         what = f"case {case}: head_dim={head_dim}, prf={prf}, base={base:.6g}, seq_len={seq_len}, {scaling}"
-        assert_close(ours, theirs, rtol=1e-6, what=what)
+        assert_close(ours, theirs, atol=0.0, rtol=1e-6, what=what)
         assert our_attention == pytest.approx(their_attention, rel=1e-12), what
 
 
