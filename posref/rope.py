@@ -63,7 +63,9 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     check_float("x", x)
     check_same_device(x=x, cos=cos, sin=sin)
     if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     if x.ndim < 2:
         raise ValueError(f"x must be (..., seq, head_dim), got shape {tuple(x.shape)}")
     r = cos.shape[-1]
@@ -85,11 +87,15 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     try:
         torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
     except RuntimeError:
-        raise ValueError(f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}") from None
+        raise ValueError(
+            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}"
+        ) from None
     return r
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
+) -> torch.Tensor:
     """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
 
     Args:
@@ -109,16 +115,17 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
     return _apply_half(x, cos, sin, r, compute)
 
 
-def _apply_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype) -> torch.Tensor:
+def _apply_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
+) -> torch.Tensor:
     xc = x.to(compute)
     out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
-    o1, o2 = out[..., :r], out[..., r : 2 * r]
-    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written in place: no concatenation, no rotate_half copy
-    torch.mul(x1, cos, out=o1)
-    o1.addcmul_(x2, sin, value=-1.0)
-    torch.mul(x2, cos, out=o2)
-    o2.addcmul_(x1, sin)
+    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half
+    # copy. copy_ (not torch.mul(..., out=)) keeps it differentiable, so models can train through it; each
+    # slice is taken just before it is written, so autograd sees views of the current ``out``.
+    out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
+    out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
     if 2 * r < x.shape[-1]:
         out[..., 2 * r :] = xc[..., 2 * r :]
     return out.to(x.dtype)
@@ -198,7 +205,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("_sin", torch.empty(0, inv_freq.numel(), device=device), persistent=False)
         self._initial_cache_len = check_positive_int("initial_cache_len", initial_cache_len)
 
-    def _frequencies(self, seq_len: int | None, device: torch.device | str | None) -> tuple[torch.Tensor, float]:
+    def _frequencies(
+        self, seq_len: int | None, device: torch.device | str | None
+    ) -> tuple[torch.Tensor, float]:
         return rope_frequencies(
             self.head_dim,
             base=self.base,
@@ -271,7 +280,9 @@ class RotaryEmbedding(nn.Module):
         cos, sin = self._cos_sin_for(q, positions, offset)
         return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
 
-    def rotate(self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
+    def rotate(
+        self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0
+    ) -> torch.Tensor:
         """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
         cos, sin = self._cos_sin_for(x, positions, offset)
         return apply_rope(x, cos, sin, layout=self.layout)
