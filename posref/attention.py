@@ -93,7 +93,8 @@ def scaled_dot_product_attention(
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"k and v must have the same length, got {k.shape[-2]} and {v.shape[-2]}")
     scores = attention_scores(q, k, causal=causal, bias=bias, scale=scale)
-    weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+    half = scores.dtype in (torch.float16, torch.bfloat16)
+    weights = torch.softmax(scores.float() if half else scores, dim=-1).to(v.dtype)  # float64 stays float64
     return torch.matmul(weights, v)
 
 
