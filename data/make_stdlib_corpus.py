@@ -9,7 +9,8 @@ Run with the Python whose standard library you want (the shipped files came from
 
     python data/make_stdlib_corpus.py [--stdlib DIR] [--out data]
 
-The source is PSF-licensed (see data/README.md); the file list is written to ``stdlib_files.txt``.
+The source is PSF-licensed (see data/README.md); the file list is written to ``stdlib_files.txt`` and the
+standard library's ``LICENSE.txt`` is copied to ``stdlib_LICENSE.txt``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def main() -> None:
         write_gzip(args.out / f"stdlib_{split}.txt.gz", text)
         print(f"{split}: {len(texts)} files, {len(text):,} characters")
     (args.out / "stdlib_files.txt").write_text("\n".join(listing) + "\n")
+    licence = args.stdlib / "LICENSE.txt"  # the PSF licence and copyright notice travel with the text
+    if licence.exists():
+        (args.out / "stdlib_LICENSE.txt").write_text(licence.read_text())
 
 
 if __name__ == "__main__":
