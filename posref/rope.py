@@ -18,7 +18,7 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -179,7 +179,10 @@ class RotaryEmbedding(nn.Module):
 
     Trap: keys already in a KV cache were rotated with the frequencies in force when they were written; a
     later change of frequencies (dynamic NTK growing its base) does not re-rotate them, so old and new keys
-    are then rotated inconsistently.
+    are then rotated inconsistently: the score of a new query against an old key depends on both positions,
+    no longer on their distance alone (as the transformers library does; shown in tests/test_rotary_scaling.py).
+
+    Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32.
     """
 
     def __init__(
@@ -222,6 +225,18 @@ class RotaryEmbedding(nn.Module):
             partial_rotary_factor=self.partial_rotary_factor,
             device=device,
         )
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
+        # `.half()` / `.to(torch.bfloat16)` would round inv_freq and the cache to 8-11 bits (angles off by radians
+        # at long positions): follow the device, but recompute frequencies and cache in float32
+        super()._apply(fn, recurse)
+        device = self.inv_freq.device
+        self.inv_freq, self.attention_factor = self._frequencies(self._freq_len, device)
+        length = self.cached_len
+        self._cos = self._sin = torch.empty(0, self.inv_freq.numel(), device=device)
+        if length:
+            self._build_cache(length)
+        return self
 
     @property
     def cached_len(self) -> int:
