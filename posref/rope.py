@@ -127,12 +127,18 @@ def _apply_half(
     xc = x.to(compute)
     out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
-    o1, o2 = out[..., :r], out[..., r : 2 * r]
-    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written in place: no concatenation, no rotate_half copy
-    torch.mul(x1, cos, out=o1)
-    o1.addcmul_(x2, sin, value=-1.0)
-    torch.mul(x2, cos, out=o2)
-    o2.addcmul_(x1, sin)
+    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half copy
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        # torch.mul(..., out=) refuses autograd; copy_ keeps it differentiable (one extra pass). Each slice is
+        # taken just before it is written, so autograd sees views of the current ``out``.
+        out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
+        out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
+    else:
+        o1, o2 = out[..., :r], out[..., r : 2 * r]
+        torch.mul(x1, cos, out=o1)
+        o1.addcmul_(x2, sin, value=-1.0)
+        torch.mul(x2, cos, out=o2)
+        o2.addcmul_(x1, sin)
     if 2 * r < x.shape[-1]:
         out[..., 2 * r :] = xc[..., 2 * r :]
     return out.to(x.dtype)
