@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,7 +23,9 @@ from posref._checks import check_choice
 from posref.evaluate import evaluate_lengths
 from posref.model import TinyDecoder, build_model
 from posref.tasks import DATA_DIR, lm_batch, load_char_corpus
-from posref.train import TrainConfig, train
+
+if TYPE_CHECKING:
+    from posref.train import TrainConfig
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 TRAIN_LEN = 64
@@ -86,6 +88,8 @@ def train_checkpoint(
     name: str, directory: str | Path, *, cfg: TrainConfig | None = None, progress: bool = True
 ) -> dict[str, Any]:
     """Train, save, reload and evaluate the checkpoint ``name``; returns the record written to its JSON."""
+    from posref.train import TrainConfig, train  # here, so that loading a checkpoint never imports training
+
     check_choice("checkpoint", name, tuple(CHECKPOINT_METHODS))
     cfg = cfg if cfg is not None else TrainConfig()
     corpus = load_char_corpus()
@@ -124,8 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--methods", nargs="+", default=list(CHECKPOINT_METHODS), choices=list(CHECKPOINT_METHODS)
     )
-    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
-    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--threads",
         type=int,
@@ -133,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
         help="torch threads for this process (1 is faster on a busy machine)",
     )
     args = parser.parse_args(argv)
+    from posref.train import TrainConfig
+
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(steps=args.steps, seed=args.seed)
     start = time.perf_counter()
