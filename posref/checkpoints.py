@@ -1,6 +1,6 @@
 """The lab's shipped checkpoints: one tiny decoder per position method, trained on characters at context 64.
 
-Regenerate them all (about a minute per model on 2 CPU cores) with::
+Regenerate them all with (see data/README.md for the time it takes)::
 
     python -m posref.checkpoints --out data/checkpoints
 
@@ -122,8 +122,8 @@ def train_checkpoint(
     return record
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train the lab's checkpoints (one per position method).")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The regeneration options, shared by ``python -m posref.checkpoints`` and a ``posref`` subcommand."""
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="directory to write <name>.pt/.json")
     parser.add_argument(
         "--methods", nargs="+", default=list(CHECKPOINT_METHODS), choices=list(CHECKPOINT_METHODS)
@@ -133,10 +133,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--threads",
         type=int,
-        default=2,
-        help="torch threads for this process (1 is faster on a busy machine)",
+        default=1,
+        help="torch threads (default 1: a second thread gains ~1.5x on an idle 2-core machine but loses "
+        "several times that when the cores are shared)",
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train every requested checkpoint, printing one line per model; returns the exit status 0."""
     from posref.train import TrainConfig
 
     torch.set_num_threads(args.threads)
@@ -147,7 +151,21 @@ def main(argv: list[str] | None = None) -> None:
         losses = "  ".join(f"{T}: {r['loss']:.3f}" for T, r in record["eval"]["lengths"].items())
         print(f"{name:<11} {record['train']['seconds']:6.1f} s   loss {losses}", flush=True)
     print(f"total {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def add_train_checkpoints(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``posref train-checkpoints`` on a ``posref.cli``-style subparser set."""
+    parser = subparsers.add_parser("train-checkpoints", help="retrain the lab's shipped checkpoints")
+    add_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Train the lab's checkpoints (one per position method).")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
