@@ -1,8 +1,9 @@
 """The sandbox that runs student code: bubblewrap, resource limits, and an unprivileged user.
 
-A child sees a minimal root: the system directories and the Python environment read-only, posref read-only at
-``/opt/posref``, a private size-limited ``/tmp``, and one writable scratch folder (a private copy of the
-student's submission folder, without notebooks) as its working directory. It has no network, its own PID
+A child sees a minimal root: the system directories and the Python environment read-only, posref and its
+``data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only at ``/opt/posref``, a private
+size-limited ``/tmp``, and one writable scratch folder (a private copy of the student's submission folder, without
+notebooks) as its working directory. It has no network, its own PID
 namespace (everything it forks dies with it), and limits on CPU seconds, address space, processes and file
 size. When the grader runs as root it drops to a per-worker unprivileged uid first (as root the process
 limit is not enforced).
@@ -124,6 +125,7 @@ class Sandbox:
             *binds,
             "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", POSREF_IN_SANDBOX,
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
+            "--ro-bind", str(REPO / "data"), f"{POSREF_IN_SANDBOX}/data",  # corpus and checkpoints (06-08)
             "--proc", "/proc", "--dev", "/dev",
             "--size", str(self.limits.tmp_size), "--tmpfs", "/tmp",
             "--size", str(self.limits.tmp_size), "--tmpfs", "/dev/shm",

@@ -50,3 +50,21 @@ def test_autograde_gives_the_solution_full_marks_and_the_release_none(name, tmp_
     assert possible > 0
     assert solved == possible, f"{name}: the solution scored {solved} of {possible} autograded points"
     assert scores["release"][0] == 0, f"{name}: the untouched release scored {scores['release'][0]} points"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_score_of_record_in_the_sandbox(name, tmp_path):
+    """The grader's own path (``autograder.record``: answer cells in the sandbox, checkers in the grader): every
+    cell of the solution runs there (it needs ``data/``), the solution gets every point and the release none."""
+    from autograder.record import grade_notebook
+    from autograder.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    solved = grade_notebook(nh.source(name), nh.source(name), sandbox=sandbox, scratch_base=tmp_path / "s")
+    assert solved.status == "graded" and solved.problems == [], (solved.reason, solved.problems)
+    assert solved.max_score > 0 and solved.score == solved.max_score, [c.message for c in solved.cells]
+    untouched = grade_notebook(
+        nh.source(name), nh.release(name), sandbox=sandbox, scratch_base=tmp_path / "r"
+    )
+    assert untouched.status == "graded" and untouched.score == 0, [c.message for c in untouched.cells]
