@@ -8,16 +8,16 @@ Each explorer is two things:
 * an *explorer* widget (``Explorer``, an ``ipywidgets.VBox`` of sliders above an ``Output``) that calls the
   figure function again whenever a slider is released (``continuous_update=False``: one redraw per move).
 
-The four explorers:
+The four explorers (figure function / explorer: what it shows):
 
-=======================  ======================  ==================================================================
-figure function          explorer                what it shows
-=======================  ======================  ==================================================================
-``fingerprint_figure``   ``fingerprint_explorer``  sinusoidal PE as clocks (Vaswani et al. 2017, arXiv 1706.03762)
-``rope_pair_figure``     ``rope_pair_explorer``    one RoPE pair rotating (Su et al. 2021, RoFormer, arXiv 2104.09864)
-``bias_heatmap_figure``  ``bias_heatmap_explorer`` ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683) biases by head
-``decay_figure``         ``decay_explorer``        does RoPE decay with distance? RoFormer's bound vs arXiv 2410.06205
-=======================  ======================  ==================================================================
+* ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks, one hand per frequency pair
+  (Vaswani et al. 2017, arXiv 1706.03762);
+* ``rope_pair_figure`` / ``rope_pair_explorer``: one RoPE pair of a query and a key rotating with their
+  positions, and a score that depends on ``n - m`` only (Su et al. 2021, RoFormer, arXiv 2104.09864);
+* ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683)
+  biases by head, the T5 table illustrative;
+* ``decay_figure`` / ``decay_explorer``: does RoPE decay with distance? Aligned vs random q, k and RoFormer's
+  bound (Barbero et al. 2024, "Round and Round We Go!", arXiv 2410.06205).
 
 An explorer's state is plain Python: ``explorer.controls`` maps names to sliders (each is also an attribute,
 e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``explorer.png`` its PNG bytes,

@@ -394,12 +394,14 @@ def test_fingerprint_slider_redraws_in_jupyterlab(chromium: str, lab: LabServer,
             first = page.get_attribute(IMAGE, "src")
             start_value = _readout(page)
 
-            # 1. drag the slider handle to 60% of its track
+            # 1. drag the slider handle to 60% of its track (20% if it starts in the right half)
             track = page.locator(f"{EXPLORER} .widget-hslider .noUi-target").bounding_box()
             handle = page.locator(f"{EXPLORER} .widget-hslider .noUi-handle").bounding_box()
-            page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+            x0 = handle["x"] + handle["width"] / 2
+            goal = 0.2 if x0 > track["x"] + track["width"] / 2 else 0.6
+            page.mouse.move(x0, handle["y"] + handle["height"] / 2)
             page.mouse.down()
-            page.mouse.move(track["x"] + 0.6 * track["width"], track["y"] + track["height"] / 2, steps=8)
+            page.mouse.move(track["x"] + goal * track["width"], track["y"] + track["height"] / 2, steps=8)
             page.mouse.up()
             second = _wait_for_new_image(page, first)
             dragged_value = _readout(page)
