@@ -57,7 +57,10 @@ def import_submissions(path: Path, assignment: str | None = None) -> list[str]:
     """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``) into the course."""
     with tempfile.TemporaryDirectory() as tmp:
         if path.is_file():
-            shutil.unpack_archive(path, tmp, filter="data")  # "data": no absolute paths, links or devices
+            if path.suffix == ".zip":
+                shutil.unpack_archive(path, tmp)  # zipfile drops absolute paths and ".." and makes no links
+            else:
+                shutil.unpack_archive(path, tmp, filter="data")  # tar: no absolute paths, links out, devices
             entries = [p for p in Path(tmp).iterdir() if p.is_dir()]
             root = entries[0] if len(entries) == 1 and not any(entries[0].glob("*.ipynb")) else Path(tmp)
             if root != Path(tmp) and not any(d.is_dir() for d in root.iterdir()):
