@@ -18,7 +18,7 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -63,7 +63,9 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     check_float("x", x)
     check_same_device(x=x, cos=cos, sin=sin)
     if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     if x.ndim < 2:
         raise ValueError(f"x must be (..., seq, head_dim), got shape {tuple(x.shape)}")
     r = cos.shape[-1]
@@ -85,11 +87,15 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     try:
         torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
     except RuntimeError:
-        raise ValueError(f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}") from None
+        raise ValueError(
+            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}"
+        ) from None
     return r
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
+) -> torch.Tensor:
     """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
 
     Args:
@@ -97,11 +103,17 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
             for per-sequence positions), from ``rope_cos_sin``.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
+        fused: run one compiled pass (``torch.compile``; see ``posref.rope_fused``) instead of the readable eager
+            kernels. ``None`` (default) fuses on CUDA and stays eager elsewhere (compiling costs seconds per shape).
     Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
     rounded once.
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
+    if fused or (fused is None and x.is_cuda):
+        from posref.rope_fused import apply_rope_fused
+
+        return apply_rope_fused(x, cos, sin, layout=layout)
     compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     cos, sin = cos.to(compute), sin.to(compute)
     if layout == "interleaved":
@@ -109,16 +121,24 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout:
     return _apply_half(x, cos, sin, r, compute)
 
 
-def _apply_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype) -> torch.Tensor:
+def _apply_half(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
+) -> torch.Tensor:
     xc = x.to(compute)
     out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
-    o1, o2 = out[..., :r], out[..., r : 2 * r]
-    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written in place: no concatenation, no rotate_half copy
-    torch.mul(x1, cos, out=o1)
-    o1.addcmul_(x2, sin, value=-1.0)
-    torch.mul(x2, cos, out=o2)
-    o2.addcmul_(x1, sin)
+    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half copy
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        # torch.mul(..., out=) refuses autograd; copy_ keeps it differentiable (one extra pass). Each slice is
+        # taken just before it is written, so autograd sees views of the current ``out``.
+        out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
+        out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
+    else:
+        o1, o2 = out[..., :r], out[..., r : 2 * r]
+        torch.mul(x1, cos, out=o1)
+        o1.addcmul_(x2, sin, value=-1.0)
+        torch.mul(x2, cos, out=o2)
+        o2.addcmul_(x1, sin)
     if 2 * r < x.shape[-1]:
         out[..., 2 * r :] = xc[..., 2 * r :]
     return out.to(x.dtype)
@@ -166,7 +186,10 @@ class RotaryEmbedding(nn.Module):
 
     Trap: keys already in a KV cache were rotated with the frequencies in force when they were written; a
     later change of frequencies (dynamic NTK growing its base) does not re-rotate them, so old and new keys
-    are then rotated inconsistently.
+    are then rotated inconsistently: the score of a new query against an old key depends on both positions,
+    no longer on their distance alone (as the transformers library does; shown in tests/test_rotary_scaling.py).
+
+    Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32.
     """
 
     def __init__(
@@ -198,7 +221,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("_sin", torch.empty(0, inv_freq.numel(), device=device), persistent=False)
         self._initial_cache_len = check_positive_int("initial_cache_len", initial_cache_len)
 
-    def _frequencies(self, seq_len: int | None, device: torch.device | str | None) -> tuple[torch.Tensor, float]:
+    def _frequencies(
+        self, seq_len: int | None, device: torch.device | str | None
+    ) -> tuple[torch.Tensor, float]:
         return rope_frequencies(
             self.head_dim,
             base=self.base,
@@ -207,6 +232,18 @@ class RotaryEmbedding(nn.Module):
             partial_rotary_factor=self.partial_rotary_factor,
             device=device,
         )
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
+        # `.half()` / `.to(torch.bfloat16)` would round inv_freq and the cache to 8-11 bits (angles off by radians
+        # at long positions): follow the device, but recompute frequencies and cache in float32
+        super()._apply(fn, recurse)
+        device = self.inv_freq.device
+        self.inv_freq, self.attention_factor = self._frequencies(self._freq_len, device)
+        length = self.cached_len
+        self._cos = self._sin = torch.empty(0, self.inv_freq.numel(), device=device)
+        if length:
+            self._build_cache(length)
+        return self
 
     @property
     def cached_len(self) -> int:
@@ -271,7 +308,9 @@ class RotaryEmbedding(nn.Module):
         cos, sin = self._cos_sin_for(q, positions, offset)
         return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
 
-    def rotate(self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
+    def rotate(
+        self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0
+    ) -> torch.Tensor:
         """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
         cos, sin = self._cos_sin_for(x, positions, offset)
         return apply_rope(x, cos, sin, layout=self.layout)
