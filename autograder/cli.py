@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -100,6 +101,8 @@ def _nbgrader_api():
     score of record is computed in the sandbox (autograder/record.py) and written in afterwards."""
     global _API
     if _API is None:
+        # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
+        warnings.filterwarnings("ignore", message="Object of type <Submitted")
         from nbgrader.apps import NbGraderAPI
         from nbgrader.coursedir import CourseDirectory
         from traitlets.config.loader import PyFileConfigLoader
