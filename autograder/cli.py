@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -57,7 +58,10 @@ def import_submissions(path: Path, assignment: str | None = None) -> list[str]:
     """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``) into the course."""
     with tempfile.TemporaryDirectory() as tmp:
         if path.is_file():
-            shutil.unpack_archive(path, tmp, filter="data")  # "data": no absolute paths, links or devices
+            if path.suffix == ".zip":
+                shutil.unpack_archive(path, tmp)  # zipfile drops absolute paths and ".." and makes no links
+            else:
+                shutil.unpack_archive(path, tmp, filter="data")  # tar: no absolute paths, links out, devices
             entries = [p for p in Path(tmp).iterdir() if p.is_dir()]
             root = entries[0] if len(entries) == 1 and not any(entries[0].glob("*.ipynb")) else Path(tmp)
             if root != Path(tmp) and not any(d.is_dir() for d in root.iterdir()):
@@ -97,6 +101,8 @@ def _nbgrader_api():
     score of record is computed in the sandbox (autograder/record.py) and written in afterwards."""
     global _API
     if _API is None:
+        # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
+        warnings.filterwarnings("ignore", message="Object of type <Submitted")
         from nbgrader.apps import NbGraderAPI
         from nbgrader.coursedir import CourseDirectory
         from traitlets.config.loader import PyFileConfigLoader
@@ -222,7 +228,8 @@ def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:
     """Release the demo assignment, submit the example submissions, autograde, feedback, export, print."""
     from autograder.demo.build import write_submissions
 
-    os.environ.setdefault("POSREF_COURSE_DIR", tempfile.mkdtemp(prefix="posref-demo-"))
+    if "POSREF_COURSE_DIR" not in os.environ:
+        os.environ["POSREF_COURSE_DIR"] = tempfile.mkdtemp(prefix="posref-demo-")
     os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
     os.environ["POSREF_RELEASE_DIR"] = str(course_dir() / "release")
     release("positions")

@@ -18,6 +18,8 @@ c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this 
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 COURSE.mkdir(parents=True, exist_ok=True)
+# kernels started by plain `nbgrader autograde` inherit this: notebooks then load shipped results, never train
+os.environ.setdefault("POSREF_GRADING", "1")
 
 c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = os.environ.get("POSREF_SOURCE_DIR", "solutions")

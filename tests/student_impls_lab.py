@@ -30,98 +30,28 @@ def per_position_loss_bits(logits, targets):
     return per_position_loss_logsumexp(logits, targets) / math.log(2)
 
 
-# ---------------------------------------------------------------- 07: scaling rules
+# ---------------------------------------------------------------- 07: YaRN with the paper's ramp
 
 
-def _plain(head_dim, base):
-    return 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-
-
-def pi_inv_freq_float64(head_dim, base, factor):
-    return _plain(head_dim, base) / factor
-
-
-def pi_inv_freq_multiplies(head_dim, base, factor):
-    return _plain(head_dim, base) * factor
-
-
-def ntk_inv_freq_float64(head_dim, base, factor):
-    return _plain(head_dim, base * factor ** (head_dim / (head_dim - 2)))
-
-
-def ntk_inv_freq_base_times_factor(head_dim, base, factor):
-    return _plain(head_dim, base * factor)
-
-
-def _yarn_weights(head_dim, base, original_len, beta_fast, beta_slow):
-    freqs = _plain(head_dim, base)
-    turns = original_len * freqs / (2 * math.pi)
-    return freqs, torch.clamp((turns - beta_slow) / (beta_fast - beta_slow), 0, 1)
-
-
-def yarn_loop(head_dim, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
-    """Correct (the paper's ramp, linear in turns), with a Python loop over pairs."""
+def yarn_paper_loop(head_dim, base, params, seq_len=None):
+    """Correct: the paper's ramp (linear in turns within L), a Python loop over pairs, registry signature."""
+    s, original_len = params["factor"], params["original_max_position_embeddings"]
+    beta_fast, beta_slow = params.get("beta_fast", 32.0), params.get("beta_slow", 1.0)
     out = []
     for i in range(head_dim // 2):
         freq = base ** (-2 * i / head_dim)
         turns = original_len * freq / (2 * math.pi)
         gamma = min(1.0, max(0.0, (turns - beta_slow) / (beta_fast - beta_slow)))
-        out.append((1 - gamma) * freq / factor + gamma * freq)
-    return torch.tensor(out), 0.1 * math.log(factor) + 1.0
+        out.append((1 - gamma) * freq / s + gamma * freq)
+    return torch.tensor(out), 0.1 * math.log(s) + 1.0
 
 
-def yarn_library_style(head_dim, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
-    """Correct (the library's ramp, linear in the pair index between floor/ceil of the correction dims)."""
-
-    def dim_of(turns):
-        return head_dim * math.log(original_len / (turns * 2 * math.pi)) / (2 * math.log(base))
-
-    low = max(math.floor(dim_of(beta_fast)), 0)
-    high = min(math.ceil(dim_of(beta_slow)), head_dim - 1)
-    if low == high:
-        high += 0.001
-    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-    freqs = _plain(head_dim, base)
-    return freqs / factor * ramp + freqs * (1 - ramp), 0.1 * math.log(factor) + 1.0
-
-
-def yarn_inverted(head_dim, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
-    freqs, gamma = _yarn_weights(head_dim, base, original_len, beta_fast, beta_slow)
-    return gamma * freqs / factor + (1 - gamma) * freqs, 0.1 * math.log(factor) + 1.0
-
-
-def yarn_no_temperature(head_dim, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
-    freqs, gamma = _yarn_weights(head_dim, base, original_len, beta_fast, beta_slow)
-    return (1 - gamma) * freqs / factor + gamma * freqs, 1.0
-
-
-def llama3_loop(head_dim, base, factor, low_freq_factor, high_freq_factor, original_len):
-    """Correct, written as Meta's reference code (a loop with three branches)."""
-    out = []
-    for freq in _plain(head_dim, base).tolist():
-        wavelength = 2 * math.pi / freq
-        if wavelength < original_len / high_freq_factor:
-            out.append(freq)
-        elif wavelength > original_len / low_freq_factor:
-            out.append(freq / factor)
-        else:
-            smooth = (original_len / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
-            out.append((1 - smooth) * freq / factor + smooth * freq)
-    return torch.tensor(out)
-
-
-def llama3_swapped_bands(head_dim, base, factor, low_freq_factor, high_freq_factor, original_len):
-    out = []
-    for freq in _plain(head_dim, base).tolist():
-        wavelength = 2 * math.pi / freq
-        if wavelength < original_len / high_freq_factor:
-            out.append(freq / factor)
-        elif wavelength > original_len / low_freq_factor:
-            out.append(freq)
-        else:
-            smooth = (original_len / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
-            out.append(smooth * freq / factor + (1 - smooth) * freq)
-    return torch.tensor(out)
+def yarn_ramp_inverted(head_dim, base, params, seq_len=None):
+    """Wrong: fast pairs interpolated, slow pairs kept."""
+    s, original_len = params["factor"], params["original_max_position_embeddings"]
+    freqs = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    gamma = ((original_len * freqs / (2 * math.pi) - 1.0) / 31.0).clamp(0, 1)
+    return gamma * freqs / s + (1 - gamma) * freqs, 0.1 * math.log(s) + 1.0
 
 
 # ---------------------------------------------------------------- 08: causal mean

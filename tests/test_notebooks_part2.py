@@ -7,9 +7,8 @@ shipped checkpoints. Set ``POSREF_NOTEBOOK_TIMES`` to a file to collect the run 
 
 from __future__ import annotations
 
+import notebook_helpers as nh
 import pytest
-
-from tests import notebook_helpers as nh
 
 ASSIGNMENTS = ["06_length", "07_scaling", "08_nope"]
 

@@ -25,7 +25,7 @@ CELLS = [
         locked=True,
     ),  # fmt: skip
     _cell(
-        "import math\n\nimport torch\n\nfrom posref.grading import check_apply_rope, check_apply_rope_speed, "
+        "import torch\n\nfrom posref.grading import check_apply_rope, check_apply_rope_speed, "
         "check_sinusoidal_pe",
         grade_id="setup",
         locked=True,

@@ -24,7 +24,10 @@ ROPE = """def apply_rope(x, cos, sin, layout="half"):
     return torch.cat((rot, xf[..., 2 * r :]), -1).to(x.dtype)
 """
 
-PE_FLOAT64 = """def sinusoidal_pe(n_positions, dim, base=10000.0):
+PE_FLOAT64 = """import math
+
+
+def sinusoidal_pe(n_positions, dim, base=10000.0):
     pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)
     div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(base) / dim))
     pe = torch.zeros(n_positions, dim, dtype=torch.float64)

@@ -17,14 +17,8 @@ This package imports the posref core only (never widgets, notebooks or training)
 
 from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.lab import (
-    check_causal_mean,
-    check_llama3_inv_freq,
-    check_ntk_inv_freq,
-    check_per_position_loss,
-    check_pi_inv_freq,
-    check_yarn_frequencies,
-)
+from posref.grading.lab import check_causal_mean, check_per_position_loss
+from posref.grading.mode import fast, grading
 from posref.grading.order import Probe, check_attention, check_equivariance_error
 from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
 from posref.grading.report import Case, CheckFailed, difference, first_difference
@@ -33,6 +27,13 @@ from posref.grading.rope import (
     check_apply_rope_speed,
     check_rope_cos_sin,
     check_rope_scores,
+)
+from posref.grading.scaling import (
+    check_frequencies,
+    check_rope_frequencies_linear,
+    check_rope_frequencies_llama3,
+    check_rope_frequencies_ntk,
+    check_rope_frequencies_yarn,
 )
 from posref.grading.timing import speed_ratio
 
@@ -48,18 +49,21 @@ __all__ = [
     "check_attention",
     "check_causal_mean",
     "check_equivariance_error",
-    "check_llama3_inv_freq",
-    "check_ntk_inv_freq",
+    "check_frequencies",
     "check_per_position_loss",
-    "check_pi_inv_freq",
     "check_rope_cos_sin",
+    "check_rope_frequencies_linear",
+    "check_rope_frequencies_llama3",
+    "check_rope_frequencies_ntk",
+    "check_rope_frequencies_yarn",
     "check_rope_scores",
     "check_shift_matrix",
     "check_sinusoidal_pe",
     "check_t5_bucket",
-    "check_yarn_frequencies",
     "difference",
+    "fast",
     "first_difference",
+    "grading",
     "resolve_device",
     "speed_ratio",
 ]
