@@ -20,6 +20,7 @@ from posref.attention import (
 from posref.positions import POSITION_METHODS, NoPE, PositionHandler, make_position_handler
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, layout_permutation, rope_cos_sin
+from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import SCALING_METHODS, rope_frequencies
 
 __version__ = "0.1.0"
@@ -42,9 +43,12 @@ __all__ = [
     "is_permutation_equivariant",
     "layout_permutation",
     "make_position_handler",
+    "p_rope_inv_freq",
+    "pair_norms",
     "permute_sequence",
     "rope_cos_sin",
     "rope_frequencies",
+    "rope_scores_by_distance",
     "scaled_dot_product_attention",
     "sinusoidal_frequencies",
     "sinusoidal_pe",
