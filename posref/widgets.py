@@ -1,0 +1,582 @@
+"""Explorers for the course: sliders and figures where a student would rather look than read.
+
+Each explorer is two things:
+
+* a pure *figure function* (plain arguments -> ``matplotlib.figure.Figure``). It touches no pyplot state, so
+  it draws the same under any backend (headless Agg included) and an executed notebook that shows its figure
+  keeps a static image when exported to HTML;
+* an *explorer* widget (``Explorer``, an ``ipywidgets.VBox`` of sliders above an ``Output``) that calls the
+  figure function again whenever a slider is released (``continuous_update=False``: one redraw per move).
+
+The four explorers:
+
+=======================  ======================  ==================================================================
+figure function          explorer                what it shows
+=======================  ======================  ==================================================================
+``fingerprint_figure``   ``fingerprint_explorer``  sinusoidal PE as clocks (Vaswani et al. 2017, arXiv 1706.03762)
+``rope_pair_figure``     ``rope_pair_explorer``    one RoPE pair rotating (Su et al. 2021, RoFormer, arXiv 2104.09864)
+``bias_heatmap_figure``  ``bias_heatmap_explorer`` ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683) biases by head
+``decay_figure``         ``decay_explorer``        does RoPE decay with distance? RoFormer's bound vs arXiv 2410.06205
+=======================  ======================  ==================================================================
+
+An explorer's state is plain Python: ``explorer.controls`` maps names to sliders (each is also an attribute,
+e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``explorer.png`` its PNG bytes,
+which is also exactly what the ``Output`` shows. The PNG is placed in the ``Output`` directly (not through
+``plt.show()``), so redraws work from a kernel callback, from a plain Python process (tests) and under any
+matplotlib backend alike. All figure text is English.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Arc, Circle
+
+from posref._checks import check_positive_int
+from posref.absolute import sinusoidal_frequencies
+from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
+from posref.rope import apply_rope, rope_cos_sin
+from posref.scaling import rope_frequencies
+
+__all__ = [
+    "Explorer",
+    "bias_heatmap_explorer",
+    "bias_heatmap_figure",
+    "decay_curves",
+    "decay_explorer",
+    "decay_figure",
+    "figure_png",
+    "fingerprint_angles",
+    "fingerprint_explorer",
+    "fingerprint_figure",
+    "rope_pair_explorer",
+    "rope_pair_figure",
+    "t5_illustrative_table",
+]
+
+# The 2-D query and key of one RoPE pair in ``rope_pair_figure``: not aligned, so the score has a phase offset.
+PAIR_QUERY = (1.0, 0.2)
+PAIR_KEY = (0.5, 0.75)
+_DPI = 100
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# checks and helpers
+
+
+def _check_position(name: str, value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0 (a token position), got {value!r}")
+    return float(value)
+
+
+def _check_base(base: object) -> float:
+    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not base > 1.0:
+        raise ValueError(f"base must be a number > 1 (e.g. 10000.0), got {base!r}")
+    return float(base)
+
+
+def _check_index(name: str, value: object, size: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
+        raise ValueError(f"{name} must be an int in [0, {size}) ({what}), got {value!r}")
+    return int(value)
+
+
+def _check_dim(name: str, value: object) -> int:
+    check_positive_int(name, value)
+    if value % 2:  # type: ignore[operator]
+        raise ValueError(f"{name} must be even (positions are encoded in pairs of dims), got {value}")
+    return int(value)  # type: ignore[arg-type]
+
+
+def _format_length(x: float) -> str:
+    """A wavelength in positions, short: 6.28, 84.3, 5.4k, 54k."""
+    if x < 10:
+        return f"{x:.2f}"
+    if x < 1000:
+        return f"{x:.1f}"
+    if x < 10000:
+        return f"{x / 1000:.1f}k"
+    return f"{x / 1000:.0f}k"
+
+
+def figure_png(fig: Figure) -> bytes:
+    """Render ``fig`` to PNG bytes with the Agg canvas (headless; needs no pyplot backend)."""
+    canvas = FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    canvas.print_png(buffer)
+    return buffer.getvalue()
+
+
+def _png_output(png: bytes) -> dict[str, Any]:
+    """One display_data output for an ``Output`` widget: the PNG plus a text fallback."""
+    return {
+        "output_type": "display_data",
+        "data": {
+            "image/png": base64.b64encode(png).decode("ascii"),
+            "text/plain": "<posref explorer figure>",
+        },
+        "metadata": {},
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the explorer widget
+
+
+class Explorer(widgets.VBox):
+    """Sliders above an ``Output`` that shows ``draw(**slider values)``; redrawn when a slider is released.
+
+    Attributes: ``controls`` (name -> slider; each also an attribute of the explorer), ``output`` (the
+    ``ipywidgets.Output``), ``figure`` (the last ``Figure``), ``png`` (its PNG bytes), ``redraws`` (how many
+    figures were drawn). ``values()`` returns the current slider values; ``redraw()`` draws again.
+    """
+
+    def __init__(
+        self,
+        draw: Callable[..., Figure],
+        controls: Mapping[str, widgets.ValueWidget],
+        *,
+        name: str,
+        fixed: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self._draw = draw
+        self._fixed = dict(fixed or {})
+        self.controls = dict(controls)
+        self.output = widgets.Output()
+        self.figure: Figure | None = None
+        self.png = b""
+        self.redraws = 0
+        for key, control in self.controls.items():
+            if hasattr(self, key):
+                raise ValueError(f"control name {key!r} clashes with an attribute of the explorer widget")
+            setattr(self, key, control)
+            control.observe(self._on_change, names="value")
+        self.children = [widgets.HBox(list(self.controls.values())), self.output]
+        # CSS classes let a browser test find one explorer among several in a notebook
+        self.add_class("posref-explorer")
+        self.add_class(f"posref-{name}-explorer")
+        self.redraw()
+
+    def values(self) -> dict[str, Any]:
+        return {key: control.value for key, control in self.controls.items()}
+
+    def redraw(self) -> Figure:
+        fig = self._draw(**self._fixed, **self.values())
+        png = figure_png(fig)
+        self.figure, self.png = fig, png
+        self.redraws += 1
+        # replacing the outputs in one assignment is what clear_output(wait=True) + display achieves: no flicker
+        self.output.outputs = (_png_output(png),)
+        return fig
+
+    def _on_change(self, change: dict[str, Any]) -> None:
+        self.redraw()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        # a static copy of the first figure for viewers without a widget manager (e.g. HTML without widget state)
+        data = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, dict) and self.png:
+            data["image/png"] = base64.b64encode(self.png).decode("ascii")
+        return data
+
+
+def _int_slider(description: str, value: int, lo: int, hi: int) -> widgets.IntSlider:
+    return widgets.IntSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=1,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="360px"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. the position fingerprint: sinusoidal PE as clocks
+
+
+def fingerprint_angles(position: float, dim: int = 64, base: float = 10000.0) -> np.ndarray:
+    """Hand angles of the clocks at ``position`` -> ``(dim/2,)`` float64 in ``[0, 2*pi)``.
+
+    Hand ``i`` is the ``(sin, cos)`` pair ``i`` of the sinusoidal PE (arXiv 1706.03762): its angle is
+    ``position * base**(-2i/dim) mod 2*pi`` with the float32 frequencies that ``sinusoidal_pe`` uses.
+    """
+    position = _check_position("position", position)
+    freqs = sinusoidal_frequencies(_check_dim("dim", dim), base=_check_base(base)).double().numpy()
+    return np.mod(position * freqs, 2 * np.pi)
+
+
+def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) -> Figure:
+    """One clock per frequency pair, the hand of pair ``i`` at angle ``position * base**(-2i/dim)``.
+
+    A hand points up at angle 0 and turns clockwise, so its tip is ``(sin, cos)`` of the angle: exactly the two
+    PE values ``(pe[p, 2i], pe[p, 2i+1])``. Under each clock: its pair index and wavelength ``2*pi / w_i`` (how
+    many positions one full turn takes). Pair 0 turns fastest (2*pi ~ 6.3 positions); the last pair slowest.
+    The hands are one ``LineCollection`` with gid ``"hands"`` (segment ``i`` from the centre to the tip of i).
+    """
+    angles = fingerprint_angles(position, dim, base)
+    freqs = sinusoidal_frequencies(dim, base=base).double().numpy()
+    wavelengths = 2 * np.pi / freqs
+    n_pairs = dim // 2
+    ncols = min(8, n_pairs)
+    nrows = math.ceil(n_pairs / ncols)
+    dx, dy = 2.5, 3.0  # clock spacing in data units (radius 1)
+    fig = Figure(figsize=(1.25 * ncols + 0.4, 1.5 * nrows + 0.9), dpi=_DPI)
+    ax = fig.add_subplot()
+    centres = np.array([((i % ncols) * dx, -(i // ncols) * dy) for i in range(n_pairs)])
+    tips = centres + np.stack((np.sin(angles), np.cos(angles)), axis=1)
+    colours = [
+        (0.15 + 0.7 * i / max(n_pairs - 1, 1), 0.25, 0.85 - 0.6 * i / max(n_pairs - 1, 1))
+        for i in range(n_pairs)
+    ]
+    for i, (cx, cy) in enumerate(centres):
+        ax.add_patch(Circle((cx, cy), 1.0, fill=False, lw=0.8, color="0.55"))
+        ax.plot([cx], [cy], marker="o", ms=2, color="0.3")
+        ax.text(
+            cx, cy - 1.22, f"i={i}  λ={_format_length(wavelengths[i])}", ha="center", va="top", fontsize=6.5
+        )
+    hands = LineCollection(np.stack((centres, tips), axis=1), colors=colours, linewidths=2.0, gid="hands")
+    ax.add_collection(hands)
+    ax.set_xlim(-1.3, (ncols - 1) * dx + 1.3)
+    ax.set_ylim(-(nrows - 1) * dy - 1.9, 1.25)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    fig.suptitle(
+        f"Position fingerprint: PE({position:g}), dim={dim}, base={base:g}\n"
+        f"hand i turns once every λ_i = 2π·base^(2i/dim) positions "
+        f"(fastest {_format_length(wavelengths[0])}, slowest {_format_length(wavelengths[-1])})",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def fingerprint_explorer(dim: int = 64, base: float = 10000.0, max_position: int = 200) -> Explorer:
+    """The position fingerprint with a ``position`` slider in ``[0, max_position]`` (see ``fingerprint_figure``)."""
+    _check_dim("dim", dim)
+    _check_base(base)
+    check_positive_int("max_position", max_position)
+    position = _int_slider("position p", 0, 0, max_position)
+    return Explorer(
+        fingerprint_figure, {"position": position}, name="fingerprint", fixed={"dim": dim, "base": base}
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. one RoPE pair rotating
+
+
+def _rotate_pair(vector: tuple[float, float], positions: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Rotate one 2-D pair to each position with the core's ``apply_rope`` -> ``(len(positions), 2)`` float64."""
+    cos, sin = rope_cos_sin(positions, w)  # (T, 1)
+    x = torch.tensor(vector, dtype=torch.float64).expand(len(positions), 2)
+    return apply_rope(x, cos.double(), sin.double())
+
+
+def rope_pair_figure(
+    m: int, n: int, pair: int = 0, dim: int = 8, base: float = 10000.0, *, max_position: int = 50
+) -> Figure:
+    """RoPE on pair ``pair`` of a query at position ``m`` and a key at position ``n`` (RoFormer, arXiv 2104.09864).
+
+    Left: the pair's plane. The query ``PAIR_QUERY`` turned by ``m * w`` and the key ``PAIR_KEY`` turned by
+    ``n * w``, ``w = base**(-2 pair/dim)``; the arc is their relative angle. Right: the pair's score
+    ``<R_m' q, R_n' k> = |q||k| cos((n' - m') w + phi)`` for every ``m', n'`` in ``[0, max_position]``: constant
+    along each diagonal ``n' - m' = const``, i.e. a function of ``n - m`` only. The image (gid ``"scores"``) has
+    rows ``m'`` and columns ``n'``; the rotated query and key are the arrows with gids ``"query"``, ``"key"``.
+    """
+    dim = _check_dim("dim", dim)
+    pair = _check_index("pair", pair, dim // 2, "a RoPE pair index, dim/2 pairs")
+    check_positive_int("max_position", max_position)
+    m = int(_check_position("m", m))
+    n = int(_check_position("n", n))
+    inv_freq, _ = rope_frequencies(dim, base=_check_base(base))
+    w = inv_freq[pair : pair + 1]  # (1,): one rotated pair
+    grid = torch.arange(max_position + 1)
+    q_all = _rotate_pair(PAIR_QUERY, grid, w)  # (P, 2)
+    k_all = _rotate_pair(PAIR_KEY, grid, w)
+    scores = (q_all @ k_all.T).numpy()  # (P, P): rows m', columns n'
+    q_m = _rotate_pair(PAIR_QUERY, torch.tensor([m]), w)[0].numpy()
+    k_n = _rotate_pair(PAIR_KEY, torch.tensor([n]), w)[0].numpy()
+    score = float(q_m @ k_n)
+    wf = float(w)
+    relative = (n - m) * wf
+
+    fig = Figure(figsize=(11, 4.8), dpi=_DPI)
+    ax, hx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
+    ax.add_patch(Circle((0, 0), 1.0, fill=False, lw=0.8, color="0.6"))
+    for vec, colour in ((PAIR_QUERY, "tab:blue"), (PAIR_KEY, "tab:orange")):
+        ax.annotate("", xy=vec, xytext=(0, 0), arrowprops={"arrowstyle": "->", "color": colour, "alpha": 0.3})
+    for vec, colour, label, gid in ((q_m, "tab:blue", f"q rotated by m·w (m={m})", "query"),
+                                    (k_n, "tab:orange", f"k rotated by n·w (n={n})", "key")):  # fmt: skip
+        ax.plot([0, vec[0]], [0, vec[1]], color=colour, lw=2.5, label=label, gid=gid)
+        ax.plot([vec[0]], [vec[1]], "o", color=colour, ms=5)
+    a_q = math.degrees(math.atan2(q_m[1], q_m[0]))
+    a_k = math.degrees(math.atan2(k_n[1], k_n[0]))
+    lo, hi = sorted((a_q, a_k))
+    if hi - lo > 180:
+        lo, hi = hi, lo + 360
+    ax.add_patch(Arc((0, 0), 0.7, 0.7, theta1=lo, theta2=hi, color="0.2", lw=1.2))
+    ax.set_xlim(-1.35, 1.35)
+    ax.set_ylim(-1.35, 1.35)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="0.85", lw=0.6)
+    ax.axvline(0, color="0.85", lw=0.6)
+    ax.legend(loc="lower left", fontsize=8)
+    phi = math.atan2(PAIR_KEY[1], PAIR_KEY[0]) - math.atan2(PAIR_QUERY[1], PAIR_QUERY[0])
+    ax.set_title(
+        f"pair {pair} of dim {dim}: w = base^(-2·{pair}/{dim}) = {wf:.4g} rad/position\n"
+        f"relative angle (n-m)·w = {relative:.3f} rad  (mod 2π: {relative % (2 * math.pi):.3f})\n"
+        f"score q_m·k_n = |q||k| cos((n-m)·w + φ) = {score:+.3f}",
+        fontsize=9,
+    )
+    ax.text(
+        0.98, 0.02, f"faded: q and k before rotation\narc: angle from q to k = (n-m)·w + φ\nφ = {phi:.3f} rad (before rotation)",
+        transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.25",
+    )  # fmt: skip
+    image = hx.imshow(scores, origin="lower", cmap="RdBu_r", vmin=-1, vmax=1, gid="scores", aspect="auto")
+    fig.colorbar(image, ax=hx, fraction=0.046, label="score of this pair")
+    line = np.arange(max_position + 1)
+    inside = (line + (n - m) >= 0) & (line + (n - m) <= max_position)
+    hx.plot(line[inside] + (n - m), line[inside], "k--", lw=0.8, label=f"n - m = {n - m}: same score")
+    hx.plot([n], [m], "k*", ms=11, label="(m, n)")
+    hx.set_xlim(-0.5, max_position + 0.5)
+    hx.set_ylim(-0.5, max_position + 0.5)
+    hx.set_xlabel("key position n")
+    hx.set_ylabel("query position m")
+    hx.legend(loc="upper left", fontsize=8)
+    hx.set_title("the score depends on n - m only: constant along diagonals", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def rope_pair_explorer(dim: int = 8, base: float = 10000.0, *, max_position: int = 50) -> Explorer:
+    """One RoPE pair with sliders ``pair``, ``m`` (query position) and ``n`` (key position); see ``rope_pair_figure``."""
+    dim = _check_dim("dim", dim)
+    _check_base(base)
+    check_positive_int("max_position", max_position)
+    controls = {
+        "pair": _int_slider("pair i", 0, 0, dim // 2 - 1),
+        "m": _int_slider("query position m", 2, 0, max_position),
+        "n": _int_slider("key position n", 5, 0, max_position),
+    }
+    return Explorer(
+        rope_pair_figure,
+        controls,
+        name="rope-pair",
+        fixed={"dim": dim, "base": base, "max_position": max_position},
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. ALiBi and T5 bias heatmaps by head
+
+
+def t5_illustrative_table(n_heads: int, num_buckets: int = 32) -> torch.Tensor:
+    """An *illustrative* T5 bias table ``(num_buckets, n_heads)``: deterministic, not learned.
+
+    Real T5 tables are learned; this one only looks the part. Bucket ``b`` of each direction (keys before the
+    query: ``b < num_buckets/2``; after: the rest) has distance rank ``j = b mod (num_buckets/2)``; head ``h``
+    adds ``-s_h * (j / (num_buckets/2 - 1))**p_h``, a little weaker (x0.7) for keys after the query. Strength
+    ``s_h`` falls from 4 to 0.5 and curvature ``p_h`` grows from 0.5 to 2 across heads, so some heads look near
+    and some far. Non-increasing in ``j`` on each side; 0 in the query's own bucket.
+    """
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("num_buckets", num_buckets)
+    if num_buckets < 4 or num_buckets % 2:
+        raise ValueError(f"num_buckets must be even and >= 4 (two directions), got {num_buckets}")
+    half = num_buckets // 2
+    rank = torch.arange(num_buckets, dtype=torch.float64) % half / (half - 1)  # (B,) in [0, 1]
+    after = (torch.arange(num_buckets) >= half).double()
+    t = (
+        torch.linspace(0.0, 1.0, n_heads, dtype=torch.float64)
+        if n_heads > 1
+        else torch.zeros(1, dtype=torch.float64)
+    )
+    strength = 4.0 * 0.125**t  # (H,): 4 -> 0.5
+    curvature = 0.5 * 4.0**t  # (H,): 0.5 -> 2
+    table = -strength * rank[:, None] ** curvature * (1.0 - 0.3 * after[:, None])  # (B, H)
+    return table.float()
+
+
+def _t5_bias(n_heads: int, length: int) -> torch.Tensor:
+    """The bidirectional T5 bias ``(n_heads, length, length)`` with the illustrative table."""
+    module = T5RelativeBias(n_heads, bidirectional=True)
+    with torch.no_grad():
+        module.embedding.weight.copy_(t5_illustrative_table(n_heads, module.num_buckets))
+        return module(length, length)
+
+
+def bias_heatmap_figure(head: int, n_heads: int = 8, length: int = 32) -> Figure:
+    """ALiBi and T5 biases of head ``head`` over ``length`` queries x keys, side by side, and one row of each.
+
+    Left (gid ``"alibi"``): ``-m_h |i - j|`` with ALiBi's slope ``m_h`` (arXiv 2108.12409), in the symmetric
+    form the core computes (a causal model masks the keys after the query). Middle (gid ``"t5"``): T5's
+    bidirectional bucketed bias (arXiv 1910.10683, 32 buckets, max_distance 128) with an *illustrative* table
+    (``t5_illustrative_table``), labelled as such. Right: both biases for the middle query against key position.
+    Images have rows = query position ``i``, columns = key position ``j``.
+    """
+    n_heads = check_positive_int("n_heads", n_heads)
+    length = check_positive_int("length", length)
+    head = _check_index("head", head, n_heads, f"one of the {n_heads} heads")
+    slopes = alibi_slopes(n_heads)
+    alibi = alibi_bias(slopes, length, length)[head].numpy()
+    t5 = _t5_bias(n_heads, length)[head].numpy()
+
+    fig = Figure(figsize=(13, 4.3), dpi=_DPI)
+    ax_a, ax_t, ax_r = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    for ax, data, gid, title in (
+        (ax_a, alibi, "alibi", f"ALiBi, head {head}: slope m = {float(slopes[head]):.4g}\nbias = -m·|i - j|"),
+        (ax_t, t5, "t5", f"T5 buckets, head {head}: ILLUSTRATIVE table\n(deterministic, not learned)"),
+    ):
+        image = ax.imshow(data, cmap="viridis", gid=gid, origin="upper")
+        fig.colorbar(image, ax=ax, fraction=0.046)
+        ax.set_xlabel("key position j")
+        ax.set_ylabel("query position i")
+        ax.set_title(title, fontsize=9)
+    i = length // 2
+    ax_r.plot(np.arange(length), alibi[i], "o-", ms=3, label="ALiBi: a straight line in distance")
+    ax_r.step(np.arange(length), t5[i], where="mid", label="T5: one value per bucket (illustrative)")
+    ax_r.axvline(i, color="0.7", lw=0.8, ls=":")
+    ax_r.set_xlabel("key position j")
+    ax_r.set_ylabel(f"bias for query i = {i}")
+    ax_r.legend(fontsize=8, loc="lower center")
+    ax_r.set_title(f"head {head} of {n_heads}: one row of each", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def bias_heatmap_explorer(n_heads: int = 8, length: int = 32) -> Explorer:
+    """ALiBi and T5 bias heatmaps with a ``head`` slider; see ``bias_heatmap_figure``."""
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("length", length)
+    head = _int_slider("head", 0, 0, n_heads - 1)
+    return Explorer(
+        bias_heatmap_figure, {"head": head}, name="bias-heatmap", fixed={"n_heads": n_heads, "length": length}
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. does RoPE decay with distance?
+
+
+def roformer_bound(distances: np.ndarray, inv_freq: np.ndarray) -> np.ndarray:
+    """RoFormer's relative upper bound (arXiv 2104.09864, section 3.4.3) -> ``distances.shape`` float64.
+
+    ``(1 / (d/2)) * sum_{j=1}^{d/2} |S_j|`` with ``S_j = sum_{k<j} exp(i * distance * w_k)``; by Abel summation
+    ``|score| <= max_j |h_{j+1} - h_j| * sum_j |S_j|`` for ``h_j`` the pair products of q and k.
+    """
+    phases = np.exp(1j * np.asarray(distances, dtype=np.float64)[:, None] * inv_freq[None, :])  # (N, d/2)
+    return np.abs(np.cumsum(phases, axis=1)).mean(axis=1)
+
+
+def decay_curves(
+    head_dim: int = 128, base: float = 10000.0, max_distance: int = 1024, seed: int = 0
+) -> dict[str, Any]:
+    """Scores of RoPE'd vectors against their distance ``0 .. max_distance`` (query at 0, key at the distance).
+
+    Returns a dict of float64 arrays: ``distance``; ``aligned`` = ``<R_0 q, R_d q> / |q|^2`` (q = k; it decays,
+    with oscillations); ``random`` = ``<R_0 q, R_d k> / (|q||k|)`` for independent Gaussian q, k (no decay in
+    general: its expectation is 0 at every distance, arXiv 2410.06205); ``bound`` = ``roformer_bound`` divided
+    by its value at distance 0 (RoFormer's decay argument). Also the vectors ``q``, ``k`` (``(head_dim,)``
+    float32, drawn with ``seed``) and ``inv_freq``. Rotations use ``apply_rope`` (half layout) in float32.
+    """
+    check_positive_int("head_dim", head_dim)
+    check_positive_int("max_distance", max_distance)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    inv_freq, _ = rope_frequencies(_check_dim("head_dim", head_dim), base=_check_base(base))
+    gen = torch.Generator().manual_seed(int(seed))
+    q, k = torch.randn(2, head_dim, generator=gen)
+    distance = torch.arange(max_distance + 1)
+    cos, sin = rope_cos_sin(distance, inv_freq)  # (N, d/2)
+    zero_cos, zero_sin = rope_cos_sin(torch.zeros(1, dtype=torch.long), inv_freq)
+    q0 = apply_rope(q[None], zero_cos, zero_sin)[0]  # position 0: no rotation
+    keys = apply_rope(
+        torch.stack((q, k))[:, None, :].expand(2, len(distance), head_dim), cos, sin
+    )  # (2, N, D)
+    raw = (keys.double() @ q0.double()).numpy()  # (2, N)
+    bound = roformer_bound(distance.numpy(), inv_freq.double().numpy())
+    return {
+        "distance": distance.numpy().astype(np.float64),
+        "aligned": raw[0] / float(q.double() @ q.double()),
+        "random": raw[1] / float(q.double().norm() * k.double().norm()),
+        "bound": bound / bound[0],
+        "q": q,
+        "k": k,
+        "inv_freq": inv_freq,
+    }
+
+
+def decay_figure(
+    head_dim: int = 128, base: float = 10000.0, max_distance: int = 1024, seed: int = 0
+) -> Figure:
+    """Attention score against distance: aligned q = k, random q and k, and RoFormer's bound (see ``decay_curves``).
+
+    Lines (by gid): ``"aligned"``, ``"random"``, ``"bound"``; x is the distance, y the normalised score.
+    """
+    curves = decay_curves(head_dim, base, max_distance, seed)
+    fig = Figure(figsize=(10, 4.3), dpi=_DPI)
+    ax = fig.add_subplot()
+    x = curves["distance"]
+    ax.plot(x, curves["random"], color="tab:orange", lw=0.9, alpha=0.85, gid="random",
+            label="random q, k (independent Gaussians): no decay in general")  # fmt: skip
+    ax.plot(x, curves["aligned"], color="tab:blue", lw=1.4, gid="aligned",
+            label="aligned q = k: decays, with ripples")  # fmt: skip
+    ax.plot(x, curves["bound"], color="k", lw=1.2, ls="--", gid="bound",
+            label="RoFormer relative upper bound (normalised)")  # fmt: skip
+    ax.axhline(0, color="0.7", lw=0.6)
+    ax.set_xlabel("distance n - m (query at 0, key at n)")
+    ax.set_ylabel("score / (|q| |k|)")
+    ax.set_xlim(0, max_distance)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(
+        f"Does RoPE decay with distance? head_dim={head_dim}, base={base:g}, seed={seed}\n"
+        "the bound decays; a score decays only when q and k are aligned (Barbero et al. 2024, arXiv 2410.06205)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def decay_explorer(head_dim: int = 128, base: float = 10000.0, max_distance: int = 1024) -> Explorer:
+    """Score vs distance with sliders ``base`` (log scale), ``seed`` and ``max_distance``; see ``decay_figure``."""
+    _check_dim("head_dim", head_dim)
+    base = _check_base(base)
+    check_positive_int("max_distance", max_distance)
+    log_base = math.log10(base)
+    controls = {
+        "base": widgets.FloatLogSlider(
+            value=base,
+            base=10,
+            min=min(2.0, log_base),
+            max=max(6.5, log_base),
+            step=0.1,
+            description="base",
+            continuous_update=False,
+            readout_format=".3g",
+            layout=widgets.Layout(width="360px"),
+        ),
+        "seed": _int_slider("seed of q, k", 0, 0, 50),
+        "max_distance": _int_slider("max distance", max_distance, 16, max(4 * max_distance, 4096)),
+    }
+    return Explorer(decay_figure, controls, name="decay", fixed={"head_dim": head_dim})
