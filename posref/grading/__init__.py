@@ -1,0 +1,51 @@
+"""Checkers for the course's graded functions: one per function, shared by visible and hidden tests.
+
+``check_<name>(fn, *, hidden=False, device=None)`` compares a student's ``fn`` with the posref reference and
+raises ``CheckFailed`` (an ``AssertionError``) describing the first case that differs. Visible mode uses a few
+readable cases with a fixed seed; hidden mode draws many cases at grading time (seed from ``os.urandom``).
+Speed checks compare time ratios against ``posref.grading.budgets``.
+
+Writing a checker for a new function takes a case list and one call::
+
+    def check_thing(fn, *, hidden=False, device=None):
+        draw = Draw(hidden=hidden, device=device)
+        cases = [Case((draw.randn(3, 4),)) for _ in range(draw.n(3, 30))]
+        first_difference("thing", fn, posref.thing, cases, mistakes={"hint": wrong_variant})
+
+This package imports the posref core only (never widgets, notebooks or training).
+"""
+
+from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
+from posref.grading.cases import Draw, resolve_device
+from posref.grading.order import Probe, check_attention, check_equivariance_error
+from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
+from posref.grading.report import Case, CheckFailed, difference, first_difference
+from posref.grading.rope import (
+    check_apply_rope,
+    check_apply_rope_speed,
+    check_rope_cos_sin,
+    check_rope_scores,
+)
+from posref.grading.timing import speed_ratio
+
+__all__ = [
+    "Case",
+    "CheckFailed",
+    "Draw",
+    "Probe",
+    "check_alibi_bias",
+    "check_alibi_slopes",
+    "check_apply_rope",
+    "check_apply_rope_speed",
+    "check_attention",
+    "check_equivariance_error",
+    "check_rope_cos_sin",
+    "check_rope_scores",
+    "check_shift_matrix",
+    "check_sinusoidal_pe",
+    "check_t5_bucket",
+    "difference",
+    "first_difference",
+    "resolve_device",
+    "speed_ratio",
+]

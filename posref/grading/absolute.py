@@ -1,0 +1,145 @@
+"""Checkers for notebook 02 (absolute): the sinusoidal table and its shift matrix ``M_k``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from posref.absolute import sinusoidal_pe, sinusoidal_shift_matrix
+from posref.grading.cases import Draw
+from posref.grading.report import Case, first_difference
+
+
+def _pe_variant(
+    n: int,
+    dim: int,
+    base: float,
+    exponent: torch.Tensor,
+    *,
+    halves: bool = False,
+    cos_first: bool = False,
+    swap_pos_and_i: bool = False,
+) -> torch.Tensor:
+    """A sinusoidal table in float64 from the exponent ``e_i`` of each pair: ``angle = p * base**(-e_i)``.
+
+    The flags build the classic wrong variants: ``halves`` puts all sines first then all cosines,
+    ``cos_first`` swaps sin and cos, ``swap_pos_and_i`` computes ``i * base**(-2p/dim)``.
+    """
+    p = torch.arange(n, dtype=torch.float64)[:, None]
+    i = torch.arange(dim // 2, dtype=torch.float64)[None, :]
+    angles = p * float(base) ** (-exponent[None, :])
+    if swap_pos_and_i:
+        angles = i * float(base) ** (-2.0 * p / dim)
+    first, second = (angles.cos(), angles.sin()) if cos_first else (angles.sin(), angles.cos())
+    if halves:
+        return torch.cat((first, second), dim=-1)
+    return torch.stack((first, second), dim=-1).flatten(-2)
+
+
+def _pe_mistakes(base_default: float = 10000.0) -> dict[str, Callable[..., torch.Tensor]]:
+    def exponent(dim, kind):
+        i = torch.arange(dim // 2, dtype=torch.float64)
+        if kind == "intdiv":
+            return 2 * i // dim
+        if kind == "one_based":
+            return 2 * (i + 1) / dim
+        if kind == "column":
+            return i / dim
+        return 2 * i / dim
+
+    def variant(kind="right", **flags):
+        def build(n, dim, base=base_default):
+            return _pe_variant(n, dim, base, exponent(dim, kind), **flags)
+
+        return build
+
+    return {
+        "the exponent 2i/dim was computed with integer division (//), which makes it 0: divide as floats": variant(
+            "intdiv"
+        ),
+        "pairs are numbered from 1: pair i = 0 (columns 0 and 1) must use exponent 0, i.e. frequency 1": variant(
+            "one_based"
+        ),
+        "the exponent uses the pair index i where it should use 2i (the even column index): base**(-2i/dim)": variant(
+            "column"
+        ),
+        "sin and cos are swapped: even columns hold sin, odd columns hold cos": variant(cos_first=True),
+        "wrong layout: all sines then all cosines (the 'half' layout); this table interleaves them: "
+        "column 2i is sin, column 2i+1 is cos of the same angle": variant(halves=True),
+        "position and pair index are swapped: the angle is position / base**(2i/dim)": variant(
+            swap_pos_and_i=True
+        ),
+    }
+
+
+def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(n_positions, dim, base=10000.0)`` -> ``(n_positions, dim)`` equals ``posref.sinusoidal_pe``.
+
+    The output may be any float dtype. Angles of float32 tables are rounded at long positions, so the tolerance
+    grows with the largest angle (about 8 float32 units in the last place of ``n_positions``).
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = [Case((4, 6)), Case((50, 16)), Case((10, 8), {"base": 100.0})] if not hidden else []
+    for _ in range(draw.n(0, 16)):
+        n = draw.choice((1, 2, draw.int(3, 200), draw.int(1000, 6000)))
+        kwargs = {} if draw.int(0, 1) else {"base": draw.choice((10000.0, 500000.0, draw.uniform(50.0, 1e6)))}
+        cases.append(Case((n, draw.even(2, 256)), kwargs))
+    for case in cases:
+        case.atol = 2e-5 + 1e-6 * case.args[0]
+        case.rtol = 0.0
+    first_difference(
+        "sinusoidal_pe",
+        fn,
+        _reference_pe,
+        cases,
+        mistakes=_pe_mistakes(),
+        match_dtype=False,
+        seed=draw.seed if hidden else None,
+    )
+
+
+def _reference_pe(n, dim, base=10000.0):
+    return sinusoidal_pe(n, dim, base=base)
+
+
+def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(k, dim, base=10000.0)`` -> the ``(dim, dim)`` matrix with ``PE(p + k) = M_k @ PE(p)``.
+
+    Compared with ``posref.sinusoidal_shift_matrix`` (block diagonal, one 2x2 rotation per interleaved pair).
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = [Case((1, 4)), Case((3, 8)), Case((-2, 6), {"base": 100.0})] if not hidden else []
+    for _ in range(draw.n(0, 16)):
+        k = draw.choice((0, draw.int(-50, 50), draw.int(100, 5000)))
+        kwargs = {} if draw.int(0, 1) else {"base": draw.uniform(50.0, 1e5)}
+        cases.append(Case((k, draw.even(2, 64)), kwargs))
+    for case in cases:
+        case.atol, case.rtol = 1e-5 + 1e-6 * abs(case.args[0]), 0.0
+    mistakes = {
+        "your matrix shifts the other way (it is M_{-k}, the transpose): check the sign of the sine entries; "
+        "row 2i is [cos kw, sin kw] so that sin(a + b) = sin a cos b + cos a sin b": lambda k, dim, base=10000.0: (
+            _reference_shift(-k, dim, base)
+        ),
+        "the 2x2 blocks must sit on the interleaved pairs (2i, 2i+1), the same columns as sin and cos in "
+        "sinusoidal_pe": lambda k, dim, base=10000.0: _halves_shift(k, dim, base),
+    }
+    first_difference(
+        "shift_matrix",
+        fn,
+        _reference_shift,
+        cases,
+        mistakes=mistakes,
+        match_dtype=False,
+        seed=draw.seed if hidden else None,
+    )
+
+
+def _reference_shift(k, dim, base=10000.0):
+    return sinusoidal_shift_matrix(k, dim, base=base, dtype=torch.float64)
+
+
+def _halves_shift(k, dim, base):
+    perm = torch.cat((torch.arange(0, dim, 2), torch.arange(1, dim, 2)))
+    m = _reference_shift(k, dim, base)
+    return m[perm][:, perm]

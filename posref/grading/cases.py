@@ -1,0 +1,79 @@
+"""Drawing test cases: a few fixed, readable ones for the visible tests, many random ones at grading time.
+
+Hidden cases are drawn from a seed taken from ``os.urandom`` when the check runs, so knowing the (public)
+test source does not tell anyone which inputs will be used. The seed is quoted in a failure message so that
+a failing case can be reproduced with ``Draw(hidden=True, seed=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+VISIBLE_SEED = 0
+
+
+def resolve_device(device: torch.device | str | None) -> torch.device:
+    """The device to test on: the one given, else CUDA when present, else the CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Draw:
+    """Random choices for one check. Tensors are drawn on the CPU (same numbers on every device) and moved."""
+
+    def __init__(
+        self, *, hidden: bool, device: torch.device | str | None = None, seed: int | None = None
+    ) -> None:
+        self.hidden = hidden
+        if seed is None:
+            seed = int.from_bytes(os.urandom(6), "little") if hidden else VISIBLE_SEED
+        self.seed = seed
+        self.device = resolve_device(device)
+        self._rng = random.Random(seed)
+        self._gen = torch.Generator().manual_seed(seed)
+
+    def n(self, visible: int, hidden: int) -> int:
+        """How many cases to draw in this mode."""
+        return hidden if self.hidden else visible
+
+    def int(self, low: int, high: int) -> int:
+        """A uniform integer in ``[low, high]``."""
+        return self._rng.randint(low, high)
+
+    def even(self, low: int, high: int) -> int:
+        """A uniform even integer in ``[low, high]``."""
+        return 2 * self._rng.randint((low + 1) // 2, high // 2)
+
+    def choice(self, options: Sequence[T]) -> T:
+        return self._rng.choice(list(options))
+
+    def uniform(self, low: float, high: float) -> float:
+        return self._rng.uniform(low, high)
+
+    def randn(self, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0) -> torch.Tensor:
+        x = torch.randn(*shape, generator=self._gen, dtype=torch.float64) * scale
+        return x.to(device=self.device, dtype=dtype)
+
+    def permutation(self, n: int) -> torch.Tensor:
+        """A random permutation of ``range(n)`` that is not the identity (when ``n > 1``)."""
+        while True:
+            perm = torch.randperm(n, generator=self._gen)
+            if n < 2 or not torch.equal(perm, torch.arange(n)):
+                return perm.to(self.device)
+
+    def positions(self, length: int, *, max_start: int = 0) -> torch.Tensor:
+        """``start .. start + length - 1`` (long) with a random start in ``[0, max_start]`` (a KV-cache offset)."""
+        start = self.int(0, max_start) if max_start else 0
+        return torch.arange(start, start + length, device=self.device)
+
+    def dtype(self, options: Sequence[torch.dtype]) -> torch.dtype:
+        """A dtype from ``options``; half precision only where the device supports it (bf16/fp16 on CPU are)."""
+        return self.choice(options)

@@ -1,0 +1,135 @@
+"""Checkers for notebook 01 (order): self-attention and its permutation equivariance."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from posref.absolute import sinusoidal_pe
+from posref.attention import equivariance_error, scaled_dot_product_attention
+from posref.grading.cases import Draw
+from posref.grading.report import Case, first_difference
+
+
+def check_attention(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(q, k, v, causal=False)`` -> ``(..., H, Tq, Dv)`` equals ``posref.scaled_dot_product_attention``.
+
+    Causal cases have ``Tq == Tk`` (self-attention); non-causal ones may have ``Tq != Tk``.
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 30)):
+        causal = i % 2 == 1
+        lead = () if i == 0 else tuple(draw.int(1, 3) for _ in range(draw.int(1, 2 if draw.hidden else 1)))
+        h, tq, d, dv = draw.int(1, 5), draw.int(1, 9 if not hidden else 40), draw.int(2, 16), draw.int(1, 12)
+        tk = tq if causal else draw.int(1, 40 if hidden else 9)
+        dtype = torch.float32  # the reference's softmax runs in float32
+        q, k, v = (
+            draw.randn(*lead, h, tq, d, dtype=dtype),
+            draw.randn(*lead, h, tk, d, dtype=dtype),
+            draw.randn(*lead, h, tk, dv, dtype=dtype),
+        )
+        cases.append(Case((q, k, v), {"causal": causal}))
+    mistakes = {
+        "scores are not divided by sqrt(head_dim): use softmax(q k^T / sqrt(d)) v": lambda q, k, v, causal: (
+            scaled_dot_product_attention(q, k, v, causal=causal, scale=1.0)
+        ),
+        "softmax over the wrong axis: normalise over the keys (dim=-1), so each query's weights sum to 1": lambda q, k, v, causal: (
+            torch.softmax(_masked_scores(q, k, causal), dim=-2) @ v
+        ),
+        "the mask hides the past instead of the future: query i may see keys j <= i (torch.tril)": lambda q, k, v, causal: (
+            torch.softmax(_masked_scores(q, k, causal, upper=True), dim=-1) @ v
+        ),
+    }
+    first_difference(
+        "attention", fn, _reference_attention, cases, mistakes=mistakes, seed=draw.seed if hidden else None
+    )
+
+
+def _reference_attention(q, k, v, causal=False):
+    return scaled_dot_product_attention(q, k, v, causal=causal)
+
+
+def _masked_scores(q, k, causal, *, upper=False):
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        tq, tk = scores.shape[-2:]
+        allowed = torch.ones(tq, tk, dtype=torch.bool, device=q.device)
+        allowed = allowed.triu() if upper else allowed.tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return scores
+
+
+class Probe:
+    """A small function of a sequence ``x`` ``(..., T, d)`` -> ``(..., T, d)`` for equivariance tests.
+
+    ``kind``: ``"mlp"`` (row-wise, equivariant), ``"attention"`` (self-attention without positions,
+    equivariant), ``"causal"`` (causal self-attention, not equivariant), ``"positions"`` (``x + PE``, not
+    equivariant). The weights travel with it so that the same probe can be rebuilt in another process.
+    """
+
+    KINDS = ("mlp", "attention", "causal", "positions")
+
+    def __init__(self, kind: str, weight: torch.Tensor) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown probe kind {kind!r}; expected one of {self.KINDS}")
+        self.kind, self.weight = kind, weight
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight.to(x.dtype)
+        if self.kind == "mlp":
+            return torch.tanh(x @ w) @ w.T
+        if self.kind == "positions":
+            return x + sinusoidal_pe(x.shape[-2], x.shape[-1], device=x.device, dtype=x.dtype)
+        q, k, v = x @ w, x @ w.T, x
+        return scaled_dot_product_attention(q, k, v, causal=self.kind == "causal")
+
+    def describe(self) -> str:
+        equivariant = "equivariant" if self.kind in ("mlp", "attention") else "not equivariant"
+        return f"<{self.kind} function of x, {equivariant}>"
+
+    def to_wire(self) -> dict:
+        return {"__probe__": self.kind, "weight": self.weight}
+
+
+def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, device=None) -> None:
+    """``fn(f, x, perm)`` -> ``max |f(P x) - P f(x)|`` as a float, equal to ``posref.equivariance_error``.
+
+    ``x`` is ``(T, d)`` or ``(B, T, d)``; ``perm`` a permutation of the ``T`` positions (``P x = x[..., perm, :]``).
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    kinds = Probe.KINDS if not hidden else [draw.choice(Probe.KINDS) for _ in range(24)]
+    for kind in kinds:
+        t, d = draw.int(2, 12 if hidden else 6), draw.even(2, 8)
+        lead = () if not hidden or draw.int(0, 1) else (draw.int(1, 3),)
+        dtype = torch.float64
+        probe = Probe(kind, draw.randn(d, d, dtype=dtype, scale=d**-0.5))
+        cases.append(
+            Case((probe, draw.randn(*lead, t, d, dtype=dtype), draw.permutation(t)), atol=1e-6, rtol=1e-6)
+        )
+    mistakes = {
+        "compare f(P x) with P f(x): you compared f(P x) with f(x) (the output was not permuted)": lambda f, x, perm: (
+            (f(x[..., perm, :]) - f(x)).abs().max().item()
+        ),
+        "return the largest absolute difference (max), not the mean": lambda f, x, perm: (
+            (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().mean().item()
+        ),
+        "permute both sides with the same perm: P x means x[..., perm, :], not its inverse": lambda f, x, perm: (
+            (f(x[..., perm, :]) - f(x)[..., perm.argsort(), :]).abs().max().item()
+        ),
+    }
+    first_difference(
+        "equivariance_error",
+        fn,
+        _reference_error,
+        cases,
+        mistakes=mistakes,
+        seed=draw.seed if hidden else None,
+    )
+
+
+def _reference_error(f, x, perm):
+    return float(equivariance_error(f, x, perm))

@@ -1,0 +1,132 @@
+"""Checkers for notebook 03 (relative): ALiBi slopes and bias, T5 buckets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from posref.grading.cases import Draw
+from posref.grading.report import Case, first_difference
+from posref.relative import alibi_bias, alibi_slopes, t5_relative_position_bucket
+
+
+def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(n_heads)`` -> ``(n_heads,)`` equals ``posref.alibi_slopes`` (any head count, powers of two or not)."""
+    draw = Draw(hidden=hidden, device=device)
+    counts = [8, 4, 12] if not hidden else [1, 2, 3, 5, 6, 7] + [draw.int(9, 96) for _ in range(12)]
+    cases = [Case((n,), atol=1e-7, rtol=1e-5) for n in counts]
+    mistakes = {
+        "for a head count that is not a power of two, take the slopes of the largest power of two c < n and "
+        "then every other slope of 2c (the paper's rule), not 2**(-8h/n)": lambda n: torch.tensor(
+            [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64
+        ),
+        "heads are numbered from 1: the first slope is 2**(-8/n), not 1": lambda n: torch.tensor(
+            [2.0 ** (-8.0 * h / n) for h in range(n)], dtype=torch.float64
+        ),
+        "slopes come largest first (head 1 has the steepest penalty)": lambda n: alibi_slopes(n).flip(0),
+    }
+    first_difference(
+        "alibi_slopes",
+        fn,
+        lambda n: alibi_slopes(n),
+        cases,
+        mistakes=mistakes,
+        match_dtype=False,
+        seed=draw.seed if hidden else None,
+    )
+
+
+def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-m_h |i - j|``."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 20)):
+        h = draw.int(1, 16) if hidden else (2, 3, 4)[i]
+        tk = draw.int(1, 40 if hidden else 5)
+        tq = tk if i % 2 == 0 else draw.int(1, tk)
+        k_pos = draw.positions(tk, max_start=5000 if hidden else 0)
+        q_pos = k_pos[tk - tq :]  # queries are the last tq tokens (as when decoding with a KV cache)
+        dtype = draw.choice((torch.float32, torch.float64)) if hidden else torch.float32
+        slopes = alibi_slopes(h, device=draw.device, dtype=dtype)
+        cases.append(Case((slopes, q_pos, k_pos)))
+    mistakes = {
+        "the bias must be a penalty: -slope * |i - j| is <= 0 and falls with distance": lambda s, q, k: (
+            -alibi_bias(s, q, k)
+        ),
+        "use the distance |i - j| (absolute value), not i - j": lambda s, q, k: (
+            -s[:, None, None] * (q[:, None] - k[None, :]).to(s.dtype)
+        ),
+        "use the distance |i - j| (absolute value), not j - i": lambda s, q, k: (
+            -s[:, None, None] * (k[None, :] - q[:, None]).to(s.dtype)
+        ),
+    }
+    first_difference(
+        "alibi_bias", fn, alibi_bias, cases, mistakes=mistakes, seed=draw.seed if hidden else None
+    )
+
+
+def _bucket_float64(rel, bidirectional=True, num_buckets=32, max_distance=128):
+    """The T5 bucket rule in float64 (posref and T5 use float32): the two may differ where the log lands on an
+    integer, and both answers are accepted there."""
+    rel = rel.long()
+    buckets = torch.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (rel > 0).long() * num_buckets
+        n = rel.abs()
+    else:
+        n = (-rel).clamp(min=0)
+    max_exact = num_buckets // 2
+    log_ratio = torch.log(n.double().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+    large = (max_exact + (log_ratio * (num_buckets - max_exact)).long()).clamp(max=num_buckets - 1)
+    return buckets + torch.where(n < max_exact, n, large)
+
+
+def _bucket_unclipped(rel, bidirectional=True, num_buckets=32, max_distance=128):
+    rel = rel.long()
+    half = num_buckets // 2 if bidirectional else num_buckets
+    offset = (rel > 0).long() * half if bidirectional else torch.zeros_like(rel)
+    n = rel.abs() if bidirectional else (-rel).clamp(min=0)
+    max_exact = half // 2
+    log_ratio = torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+    return offset + torch.where(n < max_exact, n, max_exact + (log_ratio * (half - max_exact)).long())
+
+
+def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(relative_position, bidirectional=True, num_buckets=32, max_distance=128)`` -> integer buckets in
+    ``[0, num_buckets)``, equal to ``posref.t5_relative_position_bucket``; ``relative_position = key - query``."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 20)):
+        limit = 300 if not hidden else draw.choice((20, 300, 5000))
+        rel = torch.arange(-limit, limit + 1, device=draw.device)
+        if hidden and draw.int(0, 1):
+            q, k = (
+                draw.positions(draw.int(1, 64), max_start=2000),
+                draw.positions(draw.int(1, 64), max_start=2000),
+            )
+            rel = k[None, :] - q[:, None]
+        kwargs = {"bidirectional": (True, False, True)[i] if not hidden else bool(draw.int(0, 1))}
+        if hidden and draw.int(0, 1):
+            kwargs["num_buckets"] = draw.choice((8, 16, 32, 64))
+            kwargs["max_distance"] = draw.choice((kwargs["num_buckets"], 128, 500))
+        elif i == 2:
+            kwargs.update(num_buckets=16, max_distance=64)
+        cases.append(Case((rel,), kwargs))
+    mistakes = {
+        "distances beyond max_distance must all fall in the last bucket: clip the logarithmic bucket with "
+        "min(bucket, num_buckets - 1)": _bucket_unclipped,
+        "relative_position is key_position - query_position: keys after the query (positive values) take the "
+        "upper half of the buckets": lambda rel, **kw: t5_relative_position_bucket(-rel, **kw),
+    }
+    first_difference(
+        "t5_bucket",
+        fn,
+        t5_relative_position_bucket,
+        cases,
+        mistakes=mistakes,
+        accept=lambda rel, **kw: [_bucket_float64(rel, **kw)],
+        seed=draw.seed if hidden else None,
+    )

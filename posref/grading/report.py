@@ -1,0 +1,278 @@
+"""Comparing a student's output with the reference, and saying what differs in words a student can act on.
+
+``run_cases`` is the loop every checker shares: for each drawn ``Case`` it calls the reference and the student's
+function on private copies of the arguments, compares (shape, dtype, device, then values within a tolerance),
+and on the first difference raises ``CheckFailed`` naming the case, a few expected and obtained numbers, the
+largest error and where it is, and a hint when the student's output equals a known-wrong variant (the variant
+is computed and compared, never guessed).
+
+The comparison is written with plain tensor arithmetic (no ``torch.testing``) so that it does not depend on
+helpers a notebook could replace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A student's function differs from the reference; the message says how, on which case, and why if known."""
+
+
+@dataclass
+class Case:
+    """One call: ``fn(*args, **kwargs)``, a readable description of it, and its tolerance.
+
+    ``atol``/``rtol`` bound ``|got - expected| <= atol + rtol * |expected|`` elementwise; ``None`` picks a default
+    from the dtype of the expected output (see ``default_tolerance``).
+    """
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+    atol: float | None = None
+    rtol: float | None = None
+
+
+# atol, rtol for outputs of each dtype: a few units in the last place of values of order one, so that a
+# different but correct order of operations passes and a wrong formula (errors of order one) does not.
+_TOLERANCES = {
+    torch.float64: (1e-9, 1e-7),
+    torch.float32: (2e-5, 2e-5),
+    torch.float16: (4e-3, 4e-3),
+    torch.bfloat16: (3e-2, 2e-2),
+}
+
+
+def default_tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    return _TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def describe(value: Any) -> str:
+    """Short text for an argument: tensors by dtype and shape (and a few values when small), others by repr."""
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).replace("torch.", "")
+        text = f"tensor {dtype} {tuple(value.shape)}"
+        if value.device.type != "cpu":
+            text += f" on {value.device}"
+        if value.numel() <= 8:
+            text += f" = {value.tolist()}"
+        return text
+    if callable(value) and hasattr(value, "describe"):
+        return value.describe()
+    return repr(value)
+
+
+def describe_call(name: str, case: Case) -> str:
+    parts = [describe(a) for a in case.args] + [f"{k}={describe(v)}" for k, v in case.kwargs.items()]
+    text = f"{name}({', '.join(parts)})"
+    return f"{text}  [{case.label}]" if case.label else text
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def call(fn: Callable[..., Any], case: Case) -> Any:
+    """``fn`` on private copies of the case's arguments (so an in-place change cannot leak into the next call)."""
+    return fn(*_copy(case.args), **_copy(case.kwargs))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _sample(t: torch.Tensor, n: int = 6) -> str:
+    flat = t.reshape(-1)[:n].tolist()
+    more = ", ..." if t.numel() > n else ""
+    return "[" + ", ".join(_fmt(v) for v in flat) + more + "]"
+
+
+def difference(
+    expected: Any,
+    got: Any,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    match_dtype: bool = True,
+    accept: Sequence[Any] = (),
+    what: str = "output",
+) -> str | None:
+    """None if ``got`` matches ``expected`` (elementwise, or any of the alternatives in ``accept``), else why not.
+
+    ``expected`` may be a tensor, a float, or a tuple of them (compared item by item). ``accept`` holds other
+    correct outputs (e.g. the same formula in another precision): each element may match any of them.
+    """
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"expected a tuple of {len(expected)} values, got {_kind(got)}"
+        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+            alts = [a[i] for a in accept]
+            problem = difference(
+                e, g, atol=atol, rtol=rtol, match_dtype=match_dtype, accept=alts, what=f"{what}[{i}]"
+            )
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, float):
+        return _scalar_difference(expected, got, atol=atol, rtol=rtol, what=what)
+    return _tensor_difference(
+        expected, got, atol=atol, rtol=rtol, match_dtype=match_dtype, accept=accept, what=what
+    )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"[:200]
+
+
+def _scalar_difference(
+    expected: float, got: Any, *, atol: float | None, rtol: float | None, what: str
+) -> str | None:
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        return f"{what}: expected a Python float, got a one-element tensor {got!r}; return tensor.item()"
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return f"{what}: expected a Python float, got {_kind(got)}"
+    a = 1e-6 if atol is None else atol
+    r = 1e-5 if rtol is None else rtol
+    err = abs(float(got) - expected)
+    if math.isnan(float(got)) or err > a + r * abs(expected):
+        return f"{what}: expected {_fmt(expected)}, got {_fmt(float(got))} (|error| {_fmt(err)}, tolerance {_fmt(a + r * abs(expected))})"
+    return None
+
+
+def _tensor_difference(
+    expected: torch.Tensor,
+    got: Any,
+    *,
+    atol: float | None,
+    rtol: float | None,
+    match_dtype: bool,
+    accept: Sequence[Any],
+    what: str,
+) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"{what}: expected a torch.Tensor, got {_kind(got)}"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}"
+    if got.device != expected.device:
+        return (
+            f"{what}: expected a tensor on {expected.device} (the inputs' device), got one on {got.device}; "
+            f"create new tensors with device=<input>.device"
+        )
+    exact = not expected.is_floating_point()
+    if exact and (got.is_floating_point() or got.is_complex()):
+        return f"{what}: expected integer values (dtype {expected.dtype}), got dtype {got.dtype}"
+    if match_dtype and not exact and got.dtype != expected.dtype:
+        return (
+            f"{what}: expected dtype {expected.dtype} (the input's dtype), got {got.dtype}; "
+            f"compute in any precision you like but return .to(<input>.dtype)"
+        )
+    if got.is_complex():
+        return f"{what}: expected real values, got dtype {got.dtype}; take the real part or view_as_real"
+    bad = _mismatch(expected, got, atol, rtol)
+    for alt in accept:
+        if isinstance(alt, torch.Tensor) and alt.shape == expected.shape:
+            bad &= _mismatch(alt.to(expected.device), got, atol, rtol)
+    if not bad.any():
+        return None
+    e64, g64 = expected.double(), got.detach().double()
+    err = (g64 - e64).abs().nan_to_num(nan=math.inf)
+    err = torch.where(bad, err, torch.zeros_like(err))
+    flat = int(err.reshape(-1).argmax())
+    where = (
+        tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape))
+        if expected.ndim
+        else ()
+    )
+    n_bad, n = int(bad.sum()), bad.numel()
+    a, r = _tol(expected.dtype, atol, rtol)
+    return (
+        f"{what}: {n_bad} of {n} values differ (tolerance |got - expected| <= {_fmt(a)} + {_fmt(r)} * |expected|)\n"
+        f"    expected {_sample(e64)}\n"
+        f"    got      {_sample(g64)}\n"
+        f"    largest error {_fmt(float(err.reshape(-1)[flat]))} at index {where}: "
+        f"expected {_fmt(float(e64.reshape(-1)[flat]))}, got {_fmt(float(g64.reshape(-1)[flat]))}"
+    )
+
+
+def _tol(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:
+    a, r = default_tolerance(dtype)
+    return (a if atol is None else atol), (r if rtol is None else rtol)
+
+
+def _mismatch(
+    expected: torch.Tensor, got: torch.Tensor, atol: float | None, rtol: float | None
+) -> torch.Tensor:
+    """Boolean tensor: True where ``got`` is outside the tolerance around ``expected`` (NaN never matches)."""
+    a, r = _tol(expected.dtype, atol, rtol)
+    e, g = expected.double(), got.detach().double()
+    same_inf = torch.isinf(e) & (e == g)
+    close = (g - e).abs() <= a + r * e.abs()
+    return ~(close | same_inf)
+
+
+def first_difference(
+    name: str,
+    fn: Callable[..., Any],
+    reference: Callable[..., Any],
+    cases: Sequence[Case],
+    *,
+    mistakes: Mapping[str, Callable[..., Any]] | None = None,
+    match_dtype: bool = True,
+    accept: Callable[..., Sequence[Any]] | None = None,
+    seed: int | None = None,
+) -> None:
+    """Raise ``CheckFailed`` on the first case where ``fn`` differs from ``reference``; return None if none does.
+
+    Args:
+        name: the function's name as the student knows it (used in the message).
+        mistakes: hint -> a known-wrong variant with the reference's signature. When the student's output
+            matches a variant (within the case's tolerance) and not the reference, the hint is shown.
+        accept: ``accept(*args, **kwargs)`` -> other correct outputs for that case (see ``difference``).
+        seed: the seed the cases were drawn from, quoted so that a failing hidden case can be reproduced.
+    """
+    for i, case in enumerate(cases):
+        expected = call(reference, case)
+        try:
+            got = call(fn, case)
+        except CheckFailed:
+            raise
+        except (
+            Exception
+        ) as err:  # the student's code raised: that is a failed case, reported with its arguments
+            raise CheckFailed(
+                _header(name, case, i, len(cases), seed)
+                + f"\n  your function raised {type(err).__name__}: {err}"
+            ) from err
+        alternatives = call(accept, case) if accept is not None else ()
+        tol = {"atol": case.atol, "rtol": case.rtol}
+        problem = difference(expected, got, match_dtype=match_dtype, accept=alternatives, **tol)
+        if problem is None:
+            continue
+        message = _header(name, case, i, len(cases), seed) + "\n  " + problem
+        for hint, wrong in (mistakes or {}).items():
+            try:
+                variant = call(wrong, case)
+            except Exception:  # a variant that cannot run on this case cannot explain it
+                continue
+            explains = difference(variant, got, match_dtype=False, **tol) is None
+            if explains and difference(expected, variant, match_dtype=False, **tol) is not None:
+                message += f"\n  hint: {hint}"
+                break
+        raise CheckFailed(message)
+
+
+def _header(name: str, case: Case, index: int, total: int, seed: int | None) -> str:
+    drawn = f", cases drawn with seed {seed}" if seed is not None else ""
+    return f"{name} differs from the reference on case {index + 1} of {total}{drawn}:\n  {describe_call(name, case)}"

@@ -1,0 +1,296 @@
+"""Student-style implementations for the grading tests: correct ones written differently, and classic mistakes.
+
+Each is written the way a student might write it, independently of posref (no posref imports), so that a
+checker that passes them is known to accept other correct code and not just the reference's own arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+# ---------------------------------------------------------------- attention and equivariance
+
+
+def attention_loops(q, k, v, causal=False):
+    """Correct, written with an explicit loop over queries and float64 accumulation."""
+    out = torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    tq = q.shape[-2]
+    for i in range(tq):
+        s = (q[..., i : i + 1, :].double() @ k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        if causal:
+            s[..., i + 1 :] = -math.inf
+        out[..., i : i + 1, :] = (torch.softmax(s, -1) @ v.double()).to(q.dtype)
+    return out
+
+
+def attention_no_scale(q, k, v, causal=False):
+    s = q @ k.transpose(-1, -2)
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -math.inf)
+    return torch.softmax(s, -1) @ v
+
+
+def attention_masks_past(q, k, v, causal=False):
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).tril(-1), -math.inf)
+    return torch.softmax(s, -1) @ v
+
+
+def equivariance_error_einsum(f, x, perm):
+    """Correct: the permutation as a matrix P with P x = x[perm]."""
+    p = torch.eye(x.shape[-2], dtype=x.dtype)[perm]
+    return float((f(p @ x) - p @ f(x)).abs().amax())
+
+
+def equivariance_error_unpermuted_output(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)).abs().max().item()
+
+
+# ---------------------------------------------------------------- sinusoidal
+
+
+def sinusoidal_pe_exp_log(n_positions, dim, base=10000.0):
+    """Correct, float64, frequencies via exp(-log(base) * 2i / dim) (the annotated-transformer form)."""
+    pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)
+    div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(base) / dim))
+    pe = torch.zeros(n_positions, dim, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe
+
+
+def sinusoidal_pe_loops(n_positions, dim, base=10000.0):
+    """Correct, Python loops as in the paper's formula, float32 result."""
+    pe = torch.zeros(n_positions, dim)
+    for p in range(n_positions):
+        for i in range(dim // 2):
+            angle = p / base ** (2 * i / dim)
+            pe[p, 2 * i] = math.sin(angle)
+            pe[p, 2 * i + 1] = math.cos(angle)
+    return pe
+
+
+def _pe(n, dim, base, exponent, *, halves=False, cos_first=False):
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    angles = pos / base**exponent
+    a, b = (angles.cos(), angles.sin()) if cos_first else (angles.sin(), angles.cos())
+    return torch.cat((a, b), -1) if halves else torch.stack((a, b), -1).flatten(-2)
+
+
+def sinusoidal_pe_intdiv(n, dim, base=10000.0):
+    return _pe(n, dim, base, torch.arange(0, dim, 2) // dim)
+
+
+def sinusoidal_pe_one_based(n, dim, base=10000.0):
+    return _pe(n, dim, base, torch.arange(1, dim // 2 + 1) * 2 / dim)
+
+
+def sinusoidal_pe_halves(n, dim, base=10000.0):
+    return _pe(n, dim, base, torch.arange(0, dim, 2) / dim, halves=True)
+
+
+def sinusoidal_pe_cos_first(n, dim, base=10000.0):
+    return _pe(n, dim, base, torch.arange(0, dim, 2) / dim, cos_first=True)
+
+
+def sinusoidal_pe_swapped(n, dim, base=10000.0):
+    i = torch.arange(dim // 2, dtype=torch.float32)[None, :]
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    angles = i / base ** (2 * pos / dim)
+    return torch.stack((angles.sin(), angles.cos()), -1).flatten(-2)
+
+
+def shift_matrix_from_tables(k, dim, base=10000.0):
+    """Correct: solve M @ PE(p) = PE(p + k) pair by pair from the angle-addition formulas, in complex numbers."""
+    w = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    z = torch.exp(1j * k * w)  # rotation of each pair as a unit complex number
+    m = torch.zeros(dim, dim, dtype=torch.float64)
+    m[0::2, 0::2] = torch.diag(z.real)
+    m[0::2, 1::2] = torch.diag(z.imag)
+    m[1::2, 0::2] = torch.diag(-z.imag)
+    m[1::2, 1::2] = torch.diag(z.real)
+    return m
+
+
+def shift_matrix_transposed(k, dim, base=10000.0):
+    return shift_matrix_from_tables(k, dim, base).T
+
+
+# ---------------------------------------------------------------- ALiBi and T5
+
+
+def alibi_slopes_geometric(n_heads):
+    """Correct: the paper's code, a geometric sequence with start = ratio = 2**(-8/n)."""
+
+    def power_of_two(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n_heads).is_integer():
+        return torch.tensor(power_of_two(n_heads))
+    c = 2 ** math.floor(math.log2(n_heads))
+    return torch.tensor(power_of_two(c) + power_of_two(2 * c)[0::2][: n_heads - c])
+
+
+def alibi_slopes_naive(n_heads):
+    return torch.tensor([2 ** (-8 * h / n_heads) for h in range(1, n_heads + 1)])
+
+
+def alibi_bias_loops(slopes, q_positions, k_positions):
+    out = torch.empty(len(slopes), len(q_positions), len(k_positions), dtype=slopes.dtype)
+    for a, i in enumerate(q_positions.tolist()):
+        for b, j in enumerate(k_positions.tolist()):
+            out[:, a, b] = -slopes * abs(i - j)
+    return out
+
+
+def alibi_bias_signed(slopes, q_positions, k_positions):
+    return -slopes[:, None, None] * (q_positions[:, None] - k_positions[None, :])
+
+
+def t5_bucket_hf_style(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """Correct: the transformers library's formulation, with math.log in float64."""
+    ret = 0
+    n = relative_position
+    if bidirectional:
+        num_buckets //= 2
+        ret = (n > 0).long() * num_buckets
+        n = n.abs()
+    else:
+        n = -torch.min(n, torch.zeros_like(n))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    val = (
+        max_exact
+        + (
+            torch.log(n.double() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).long()
+    )
+    val = torch.min(val, torch.full_like(val, num_buckets - 1))
+    return ret + torch.where(is_small, n, val)
+
+
+def t5_bucket_unclipped(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    n = relative_position
+    ret = 0
+    if bidirectional:
+        num_buckets //= 2
+        ret = (n > 0).long() * num_buckets
+        n = n.abs()
+    else:
+        n = -torch.min(n, torch.zeros_like(n))
+    max_exact = num_buckets // 2
+    val = (
+        max_exact
+        + (
+            torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).long()
+    )
+    return ret + torch.where(n < max_exact, n, val)
+
+
+# ---------------------------------------------------------------- RoPE
+
+
+def rope_cos_sin_float64(positions, inv_freq):
+    """Correct: angles in float64 (more precise than the reference), returned as float32."""
+    angles = torch.outer(positions.reshape(-1).double(), inv_freq.double()).reshape(*positions.shape, -1)
+    return angles.cos().float(), angles.sin().float()
+
+
+def rope_cos_sin_half_precision(positions, inv_freq):
+    angles = positions[..., None] * inv_freq
+    return angles.cos().float(), angles.sin().float()
+
+
+def apply_rope_complex(x, cos, sin, layout="half"):
+    """Correct: rotation as multiplication by cos + i sin, via complex numbers, in float32."""
+    r = cos.shape[-1]
+    xf = x.float()
+    rot, rest = xf[..., : 2 * r], xf[..., 2 * r :]
+    if layout == "half":
+        z = torch.complex(rot[..., :r], rot[..., r:])
+    else:
+        z = torch.view_as_complex(rot.reshape(*rot.shape[:-1], r, 2).contiguous())
+    z = z * torch.polar(torch.ones_like(cos), torch.atan2(sin, cos))
+    if layout == "half":
+        rot = torch.cat((z.real, z.imag), -1)
+    else:
+        rot = torch.view_as_real(z).flatten(-2)
+    return torch.cat((rot, rest), -1).to(x.dtype)
+
+
+def apply_rope_rotate_half(x, cos, sin, layout="half"):
+    """Correct: the Llama/NeoX style with rotate_half, computed in x's own dtype (no upcast)."""
+    r = cos.shape[-1]
+    rot, rest = x[..., : 2 * r], x[..., 2 * r :]
+    if layout == "half":
+        c, s = torch.cat((cos, cos), -1).to(x.dtype), torch.cat((sin, sin), -1).to(x.dtype)
+        x1, x2 = rot[..., :r], rot[..., r:]
+        rotated = torch.cat((-x2, x1), -1)
+    else:
+        c = cos.repeat_interleave(2, -1).to(x.dtype)
+        s = sin.repeat_interleave(2, -1).to(x.dtype)
+        rotated = torch.stack((-rot[..., 1::2], rot[..., 0::2]), -1).flatten(-2)
+    return torch.cat((rot * c + rotated * s, rest), -1)
+
+
+def apply_rope_wrong_layout(x, cos, sin, layout="half"):
+    return apply_rope_rotate_half(x, cos, sin, layout="interleaved" if layout == "half" else "half")
+
+
+def apply_rope_sin_cos_swapped(x, cos, sin, layout="half"):
+    return apply_rope_rotate_half(x, sin, cos, layout=layout)
+
+
+def apply_rope_full_width_half(x, cos, sin, layout="half"):
+    """Wrong under partial rotary: rotate_half over the whole head dim."""
+    if layout != "half":
+        return apply_rope_rotate_half(x, cos, sin, layout)
+    r, half = cos.shape[-1], x.shape[-1] // 2
+    out = x.clone()
+    x1, x2 = x[..., :r], x[..., half : half + r]
+    out[..., :r] = x1 * cos.to(x.dtype) - x2 * sin.to(x.dtype)
+    out[..., half : half + r] = x2 * cos.to(x.dtype) + x1 * sin.to(x.dtype)
+    return out
+
+
+def apply_rope_float32_out(x, cos, sin, layout="half"):
+    return apply_rope_rotate_half(x.float(), cos, sin, layout)
+
+
+def apply_rope_matrix_per_position(x, cos, sin, layout="half"):
+    """Correct but slow: a (D, D) rotation matrix for every position (what the lecture warns against)."""
+    d, r = x.shape[-1], cos.shape[-1]
+    t = x.shape[-2]
+    cos2 = cos.expand(*x.shape[:-1], r) if cos.ndim == x.ndim else cos.expand(t, r)
+    mats = torch.eye(d, dtype=torch.float32).repeat(*cos2.shape[:-1], 1, 1)
+    idx = torch.arange(r)
+    a, b = (idx, idx + r) if layout == "half" else (2 * idx, 2 * idx + 1)
+    sin2 = sin.expand_as(cos2)
+    mats[..., a, a] = cos2
+    mats[..., b, b] = cos2
+    mats[..., a, b] = -sin2
+    mats[..., b, a] = sin2
+    return (mats @ x.float()[..., None])[..., 0].to(x.dtype)
+
+
+def apply_rope_position_loop(x, cos, sin, layout="half"):
+    """Correct but slow: a Python loop over positions."""
+    out = torch.empty_like(x)
+    for p in range(x.shape[-2]):
+        c, s = cos[..., p : p + 1, :], sin[..., p : p + 1, :]
+        out[..., p : p + 1, :] = apply_rope_rotate_half(x[..., p : p + 1, :], c, s, layout)
+    return out
+
+
+def rope_scores_keys_only(q, k, cos, sin, layout="half"):
+    return q @ apply_rope_rotate_half(k, cos, sin, layout).transpose(-1, -2)
+
+
+def rope_scores_complex(q, k, cos, sin, layout="half"):
+    """Correct: rotate both with the complex implementation, then dot products."""
+    return apply_rope_complex(q, cos, sin, layout) @ apply_rope_complex(k, cos, sin, layout).transpose(-1, -2)
