@@ -4,7 +4,10 @@
 
 `solutions/` is the source directory and `notebooks/` the release directory; everything a class produces
 (submissions, the gradebook, feedback) lives in a course folder outside the repository, set by the environment
-variable POSREF_COURSE_DIR (default: ~/posref-course).
+variable POSREF_COURSE_DIR (default: ~/posref-course), created on first use.
+
+`python -m autograder` (see autograder/README.md) wraps these commands; it sets POSREF_SOURCE_DIR and
+POSREF_RELEASE_DIR for the demo assignment, which plain nbgrader use never needs.
 """
 
 import os
@@ -14,16 +17,26 @@ c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this 
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
+COURSE.mkdir(parents=True, exist_ok=True)
+# kernels started by plain `nbgrader autograde` inherit this: notebooks then load shipped results, never train
+os.environ.setdefault("POSREF_GRADING", "1")
 
 c.CourseDirectory.root = str(REPO)
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.source_directory = os.environ.get("POSREF_SOURCE_DIR", "solutions")
+c.CourseDirectory.release_directory = os.environ.get("POSREF_RELEASE_DIR", "notebooks")
 c.CourseDirectory.submitted_directory = str(COURSE / "submitted")
 c.CourseDirectory.autograded_directory = str(COURSE / "autograded")
 c.CourseDirectory.feedback_directory = str(COURSE / "feedback")
-c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}"
+# several grading workers share one SQLite gradebook: wait for its lock instead of failing
+c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}?timeout=30"
 c.CourseDirectory.course_id = "posref"
 # Stubs raise until the student fills them in; released notebooks never carry outputs.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
+# Feedback never shows hidden-test source.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

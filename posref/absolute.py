@@ -20,11 +20,15 @@ from posref._checks import check_even, check_integer_positions, check_positive_i
 
 
 def sinusoidal_frequencies(
-    dim: int, *, base: float = 10000.0, device: torch.device | str | None = None
+    dim: int,
+    *,
+    base: float = 10000.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Angular frequency of each pair, ``base**(-2i/dim)`` for ``i = 0 .. dim/2 - 1`` -> ``(dim/2,)`` float32."""
+    """Angular frequency of each pair, ``base**(-2i/dim)`` for ``i = 0 .. dim/2 - 1`` -> ``(dim/2,)``."""
     check_even("dim", dim)
-    exponents = torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim
+    exponents = torch.arange(0, dim, 2, device=device, dtype=dtype) / dim
     return base ** (-exponents)
 
 
@@ -38,11 +42,13 @@ def sinusoidal_pe(
 ) -> torch.Tensor:
     """The sinusoidal table for positions ``0 .. n_positions - 1`` -> ``(n_positions, dim)``.
 
-    Angles are formed in float32 and the table is cast to ``dtype`` at the end.
+    Angles are formed in float32 (float64 when ``dtype`` is float64) and the table is cast to ``dtype`` at the end:
+    half-precision angles would be wrong by whole radians at long positions.
     """
     check_positive_int("n_positions", n_positions)
-    freqs = sinusoidal_frequencies(dim, base=base, device=device)
-    angles = torch.arange(n_positions, device=device, dtype=torch.float32)[:, None] * freqs  # (P, dim/2)
+    angle_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    freqs = sinusoidal_frequencies(dim, base=base, device=device, dtype=angle_dtype)
+    angles = torch.arange(n_positions, device=device, dtype=angle_dtype)[:, None] * freqs  # (P, dim/2)
     # (P, dim/2, 2) -> (P, dim): sin in even columns, cos in odd columns
     return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2).to(dtype)
 
@@ -61,7 +67,7 @@ def sinusoidal_shift_matrix(
     from ``sin(a + b) = sin a cos b + cos a sin b`` and ``cos(a + b) = cos a cos b - sin a sin b``.
     It does not depend on ``p``: a shift is a linear map of the encoding.
     """
-    angles = float(k) * sinusoidal_frequencies(dim, base=base, device=device).double()
+    angles = float(k) * sinusoidal_frequencies(dim, base=base, device=device, dtype=torch.float64)
     c, s = angles.cos(), angles.sin()
     blocks = torch.stack((torch.stack((c, s), -1), torch.stack((-s, c), -1)), -2)  # (dim/2, 2, 2)
     return torch.block_diag(*blocks).to(dtype)

@@ -86,14 +86,15 @@ def scaled_dot_product_attention(
         q: ``(..., H, Tq, D)``; k: ``(..., H, Tk, D)``; v: ``(..., H, Tk, Dv)``.
         causal: mask keys after each query (queries aligned to the last keys, see ``causal_mask``).
         bias: additive ``(H, Tq, Tk)`` (or broadcastable) bias added before the softmax.
-    Returns: ``(..., H, Tq, Dv)``, in q's dtype (the softmax runs in float32 for half inputs).
+    Returns: ``(..., H, Tq, Dv)``, in q's dtype (the softmax runs in float32 for float16/bfloat16 inputs).
     """
     check_tensor("v", v)
     check_same_device(q=q, v=v)
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"k and v must have the same length, got {k.shape[-2]} and {v.shape[-2]}")
     scores = attention_scores(q, k, causal=causal, bias=bias, scale=scale)
-    weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+    low_precision = scores.dtype in (torch.float16, torch.bfloat16)
+    weights = torch.softmax(scores.float() if low_precision else scores, dim=-1).to(v.dtype)
     return torch.matmul(weights, v)
 
 
@@ -102,8 +103,14 @@ def permute_sequence(x: torch.Tensor, perm: torch.Tensor, *, dim: int = -2) -> t
     check_tensor("x", x)
     n = x.shape[dim]
     perm = torch.as_tensor(perm, device=x.device)
-    if perm.ndim != 1 or perm.numel() != n or not torch.equal(perm.sort().values, torch.arange(n, device=x.device)):
-        raise ValueError(f"perm must be a permutation of range({n}) (the length of dim {dim}), got {perm.tolist()}")
+    if (
+        perm.ndim != 1
+        or perm.numel() != n
+        or not torch.equal(perm.sort().values, torch.arange(n, device=x.device))
+    ):
+        raise ValueError(
+            f"perm must be a permutation of range({n}) (the length of dim {dim}), got {perm.tolist()}"
+        )
     return x.index_select(dim, perm)
 
 

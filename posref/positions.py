@@ -100,7 +100,9 @@ class T5Positions(PositionHandler):
 
     def __init__(self, n_heads: int, *, num_buckets: int = 32, max_distance: int = 128) -> None:
         super().__init__()
-        self.relative = T5RelativeBias(n_heads, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance)
+        self.relative = T5RelativeBias(
+            n_heads, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance
+        )
 
     def bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
         return self.relative(q_positions, k_positions)

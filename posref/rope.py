@@ -18,7 +18,7 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -94,7 +94,7 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 
 
 def apply_rope(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
 ) -> torch.Tensor:
     """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
 
@@ -103,11 +103,17 @@ def apply_rope(
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
             for per-sequence positions), from ``rope_cos_sin``.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
+        fused: run one compiled pass (``torch.compile``; see ``posref.rope_fused``) instead of the readable eager
+            kernels. ``None`` (default) fuses on CUDA and stays eager elsewhere (compiling costs seconds per shape).
     Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
     rounded once.
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
+    if fused or (fused is None and x.is_cuda):
+        from posref.rope_fused import apply_rope_fused
+
+        return apply_rope_fused(x, cos, sin, layout=layout)
     compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     cos, sin = cos.to(compute), sin.to(compute)
     if layout == "interleaved":
@@ -121,11 +127,18 @@ def _apply_half(
     xc = x.to(compute)
     out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
-    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half
-    # copy. copy_ (not torch.mul(..., out=)) keeps it differentiable, so models can train through it; each
-    # slice is taken just before it is written, so autograd sees views of the current ``out``.
-    out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
-    out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
+    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half copy
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        # torch.mul(..., out=) refuses autograd; copy_ keeps it differentiable (one extra pass). Each slice is
+        # taken just before it is written, so autograd sees views of the current ``out``.
+        out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
+        out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
+    else:
+        o1, o2 = out[..., :r], out[..., r : 2 * r]
+        torch.mul(x1, cos, out=o1)
+        o1.addcmul_(x2, sin, value=-1.0)
+        torch.mul(x2, cos, out=o2)
+        o2.addcmul_(x1, sin)
     if 2 * r < x.shape[-1]:
         out[..., 2 * r :] = xc[..., 2 * r :]
     return out.to(x.dtype)
@@ -173,7 +186,10 @@ class RotaryEmbedding(nn.Module):
 
     Trap: keys already in a KV cache were rotated with the frequencies in force when they were written; a
     later change of frequencies (dynamic NTK growing its base) does not re-rotate them, so old and new keys
-    are then rotated inconsistently.
+    are then rotated inconsistently: the score of a new query against an old key depends on both positions,
+    no longer on their distance alone (as the transformers library does; shown in tests/test_rotary_scaling.py).
+
+    Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32.
     """
 
     def __init__(
@@ -216,6 +232,18 @@ class RotaryEmbedding(nn.Module):
             partial_rotary_factor=self.partial_rotary_factor,
             device=device,
         )
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
+        # `.half()` / `.to(torch.bfloat16)` would round inv_freq and the cache to 8-11 bits (angles off by radians
+        # at long positions): follow the device, but recompute frequencies and cache in float32
+        super()._apply(fn, recurse)
+        device = self.inv_freq.device
+        self.inv_freq, self.attention_factor = self._frequencies(self._freq_len, device)
+        length = self.cached_len
+        self._cos = self._sin = torch.empty(0, self.inv_freq.numel(), device=device)
+        if length:
+            self._build_cache(length)
+        return self
 
     @property
     def cached_len(self) -> int:

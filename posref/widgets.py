@@ -8,16 +8,16 @@ Each explorer is two things:
 * an *explorer* widget (``Explorer``, an ``ipywidgets.VBox`` of sliders above an ``Output``) that calls the
   figure function again whenever a slider is released (``continuous_update=False``: one redraw per move).
 
-The four explorers:
+The four explorers (figure function / explorer: what it shows):
 
-=======================  ======================  ==================================================================
-figure function          explorer                what it shows
-=======================  ======================  ==================================================================
-``fingerprint_figure``   ``fingerprint_explorer``  sinusoidal PE as clocks (Vaswani et al. 2017, arXiv 1706.03762)
-``rope_pair_figure``     ``rope_pair_explorer``    one RoPE pair rotating (Su et al. 2021, RoFormer, arXiv 2104.09864)
-``bias_heatmap_figure``  ``bias_heatmap_explorer`` ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683) biases by head
-``decay_figure``         ``decay_explorer``        does RoPE decay with distance? RoFormer's bound vs arXiv 2410.06205
-=======================  ======================  ==================================================================
+* ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks, one hand per frequency pair
+  (Vaswani et al. 2017, arXiv 1706.03762);
+* ``rope_pair_figure`` / ``rope_pair_explorer``: one RoPE pair of a query and a key rotating with their
+  positions, and a score that depends on ``n - m`` only (Su et al. 2021, RoFormer, arXiv 2104.09864);
+* ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683)
+  biases by head, the T5 table illustrative;
+* ``decay_figure`` / ``decay_explorer``: does RoPE decay with distance? Aligned vs random q, k and RoFormer's
+  bound (Barbero et al. 2024, "Round and Round We Go!", arXiv 2410.06205).
 
 An explorer's state is plain Python: ``explorer.controls`` maps names to sliders (each is also an attribute,
 e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``explorer.png`` its PNG bytes,
@@ -60,6 +60,7 @@ __all__ = [
     "fingerprint_angles",
     "fingerprint_explorer",
     "fingerprint_figure",
+    "roformer_bound",
     "rope_pair_explorer",
     "rope_pair_figure",
     "t5_illustrative_table",
@@ -145,7 +146,8 @@ class Explorer(widgets.VBox):
 
     Attributes: ``controls`` (name -> slider; each also an attribute of the explorer), ``output`` (the
     ``ipywidgets.Output``), ``figure`` (the last ``Figure``), ``png`` (its PNG bytes), ``redraws`` (how many
-    figures were drawn). ``values()`` returns the current slider values; ``redraw()`` draws again.
+    figures were drawn). ``values()`` returns the current slider values; ``set(**values)`` moves several
+    sliders with one redraw; ``redraw()`` draws again.
     """
 
     def __init__(
@@ -164,6 +166,7 @@ class Explorer(widgets.VBox):
         self.figure: Figure | None = None
         self.png = b""
         self.redraws = 0
+        self._holding = False
         for key, control in self.controls.items():
             if hasattr(self, key):
                 raise ValueError(f"control name {key!r} clashes with an attribute of the explorer widget")
@@ -174,6 +177,19 @@ class Explorer(widgets.VBox):
         self.add_class("posref-explorer")
         self.add_class(f"posref-{name}-explorer")
         self.redraw()
+
+    def set(self, **values: Any) -> Figure:
+        """Move several sliders at once and redraw once, e.g. ``explorer.set(m=3, n=8)``."""
+        unknown = sorted(set(values) - set(self.controls))
+        if unknown:
+            raise ValueError(f"unknown control(s) {unknown}; this explorer has {sorted(self.controls)}")
+        self._holding = True
+        try:
+            for key, value in values.items():
+                self.controls[key].value = value
+        finally:
+            self._holding = False
+        return self.redraw()
 
     def values(self) -> dict[str, Any]:
         return {key: control.value for key, control in self.controls.items()}
@@ -188,7 +204,8 @@ class Explorer(widgets.VBox):
         return fig
 
     def _on_change(self, change: dict[str, Any]) -> None:
-        self.redraw()
+        if not self._holding:
+            self.redraw()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # a static copy of the first figure for viewers without a widget manager (e.g. HTML without widget state)
@@ -267,7 +284,8 @@ def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) ->
         f"(fastest {_format_length(wavelengths[0])}, slowest {_format_length(wavelengths[-1])})",
         fontsize=9,
     )
-    fig.tight_layout()
+    height = 1.5 * nrows + 0.9
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=1 - 0.62 / height)  # fixed margins: fast
     return fig
 
 
@@ -350,8 +368,8 @@ def rope_pair_figure(
         fontsize=9,
     )
     ax.text(
-        0.98, 0.02, f"faded: q and k before rotation\narc: angle from q to k = (n-m)·w + φ\nφ = {phi:.3f} rad (before rotation)",
-        transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.25",
+        0.98, 0.98, f"faded: q and k before rotation\narc: angle from q to k = (n-m)·w + φ\nφ = {phi:.3f} rad (before rotation)",
+        transform=ax.transAxes, ha="right", va="top", fontsize=7.5, color="0.25",
     )  # fmt: skip
     image = hx.imshow(scores, origin="lower", cmap="RdBu_r", vmin=-1, vmax=1, gid="scores", aspect="auto")
     fig.colorbar(image, ax=hx, fraction=0.046, label="score of this pair")
@@ -365,7 +383,7 @@ def rope_pair_figure(
     hx.set_ylabel("query position m")
     hx.legend(loc="upper left", fontsize=8)
     hx.set_title("the score depends on n - m only: constant along diagonals", fontsize=9)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.93, bottom=0.11, top=0.83, wspace=0.25)
     return fig
 
 
@@ -461,7 +479,7 @@ def bias_heatmap_figure(head: int, n_heads: int = 8, length: int = 32) -> Figure
     ax_r.set_ylabel(f"bias for query i = {i}")
     ax_r.legend(fontsize=8, loc="lower center")
     ax_r.set_title(f"head {head} of {n_heads}: one row of each", fontsize=9)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.04, right=0.99, bottom=0.12, top=0.87, wspace=0.3)
     return fig
 
 
@@ -554,7 +572,7 @@ def decay_figure(
         "the bound decays; a score decays only when q and k are aligned (Barbero et al. 2024, arXiv 2410.06205)",
         fontsize=9,
     )
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86)
     return fig
 
 

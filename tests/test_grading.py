@@ -4,12 +4,12 @@ with the hint that names it (the hint comes from recognising the mistake, so the
 from __future__ import annotations
 
 import pytest
+import student_impls as s
 import torch
 
 import posref
 from posref import grading
 from posref.grading import CheckFailed, Draw
-from tests import student_impls as s
 
 CORRECT = [
     (
@@ -128,3 +128,79 @@ def test_checkers_run_on_cuda():
     grading.check_apply_rope(posref.apply_rope, hidden=True, device="cuda")
     grading.check_rope_cos_sin(s.rope_cos_sin_float64, hidden=True, device="cuda")
     grading.check_apply_rope_speed(posref.apply_rope, device="cuda")
+
+
+def _linear_closed_form(head_dim, base, params, seq_len=None):
+    """Position Interpolation written out: base**(-2i/d) / factor, in float64."""
+    return base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim) / params["factor"], 1.0
+
+
+def _ntk_closed_form(head_dim, base, params, seq_len=None):
+    """NTK-aware: the same formula with base * factor**(d/(d-2)), in float64."""
+    new_base = base * params["factor"] ** (head_dim / (head_dim - 2))
+    return new_base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim), 1.0
+
+
+def _transformers_frequencies(rope_type):
+    """The transformers library's own init function for that type (yarn, llama3): an independent oracle."""
+    hf_reference = pytest.importorskip("hf_reference")
+
+    def fn(head_dim, base, params, seq_len=None):
+        inv_freq, factor = hf_reference.hf_init(
+            hf_reference.hf_config(head_dim, base=base, scaling={"rope_type": rope_type, **params})
+        )
+        return inv_freq, float(factor)
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("rope_type", "fn"),
+    [
+        ("linear", _linear_closed_form),
+        ("ntk", _ntk_closed_form),
+        ("yarn", _transformers_frequencies("yarn")),
+        ("llama3", _transformers_frequencies("llama3")),
+    ],
+)
+def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
+    getattr(grading, f"check_rope_frequencies_{rope_type}")(fn)
+    grading.check_frequencies(fn, rope_type, hidden=True)
+
+
+@pytest.mark.parametrize(
+    ("rope_type", "wrong", "hint"),
+    [
+        (
+            "linear",
+            lambda d, b, p, seq_len=None: (_linear_closed_form(d, b, p)[0] * p["factor"] ** 2, 1.0),
+            "divided",
+        ),
+        (
+            "ntk",
+            lambda d, b, p, seq_len=None: _ntk_closed_form(d, b, {"factor": p["factor"] ** ((d - 2) / d)}),
+            "not base * factor",
+        ),
+        (
+            "yarn",
+            lambda d, b, p, seq_len=None: (
+                posref.rope_frequencies(d, base=b, scaling={"rope_type": "yarn", **p})[0],
+                1.0,
+            ),
+            "attention factor",
+        ),
+        ("llama3", lambda d, b, p, seq_len=None: _linear_closed_form(d, b, p), "keeps the short wavelengths"),
+    ],
+)
+def test_frequency_checkers_name_the_classic_mistakes(rope_type, wrong, hint):
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_frequencies(wrong, rope_type)
+    assert hint in str(failure.value).split("hint: ")[-1]
+
+
+def test_grading_mode_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("POSREF_GRADING", "1")
+    monkeypatch.setenv("POSREF_FAST", "0")
+    assert grading.grading() and not grading.fast()
+    monkeypatch.delenv("POSREF_GRADING")
+    assert not grading.grading()

@@ -17,6 +17,7 @@ This package imports the posref core only (never widgets, notebooks or training)
 
 from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
 from posref.grading.cases import Draw, resolve_device
+from posref.grading.mode import fast, grading
 from posref.grading.order import Probe, check_attention, check_equivariance_error
 from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
 from posref.grading.report import Case, CheckFailed, difference, first_difference
@@ -25,6 +26,13 @@ from posref.grading.rope import (
     check_apply_rope_speed,
     check_rope_cos_sin,
     check_rope_scores,
+)
+from posref.grading.scaling import (
+    check_frequencies,
+    check_rope_frequencies_linear,
+    check_rope_frequencies_llama3,
+    check_rope_frequencies_ntk,
+    check_rope_frequencies_yarn,
 )
 from posref.grading.timing import speed_ratio
 
@@ -39,13 +47,20 @@ __all__ = [
     "check_apply_rope_speed",
     "check_attention",
     "check_equivariance_error",
+    "check_frequencies",
     "check_rope_cos_sin",
+    "check_rope_frequencies_linear",
+    "check_rope_frequencies_llama3",
+    "check_rope_frequencies_ntk",
+    "check_rope_frequencies_yarn",
     "check_rope_scores",
     "check_shift_matrix",
     "check_sinusoidal_pe",
     "check_t5_bucket",
     "difference",
+    "fast",
     "first_difference",
+    "grading",
     "resolve_device",
     "speed_ratio",
 ]

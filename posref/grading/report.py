@@ -251,9 +251,9 @@ def first_difference(
         except (
             Exception
         ) as err:  # the student's code raised: that is a failed case, reported with its arguments
+            raised = getattr(err, "reported_as", None) or f"{type(err).__name__}: {err}"
             raise CheckFailed(
-                _header(name, case, i, len(cases), seed)
-                + f"\n  your function raised {type(err).__name__}: {err}"
+                _header(name, case, i, len(cases), seed) + f"\n  your function raised {raised}"
             ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}

@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine (see README.md):
+#   make lab    set everything up and open the course in JupyterLab
+#   make test   set everything up and run the whole test suite (what CI runs)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test setup system-packages checkpoints bench clean
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+test: setup system-packages
+	$(PY) -m pytest -q
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+# Debian packages the browser test (chromium) and the grading sandbox (bubblewrap) use. Installed only where
+# this runs as root with apt-get; elsewhere those tests skip and say why.
+system-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in chromium bubblewrap fonts-noto-cjk; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	else echo "note: not root or no apt-get: install chromium and bubblewrap yourself for the browser and sandbox tests"; fi
+
+checkpoints: setup
+	$(PY) -m posref.train checkpoints --out data/checkpoints
+
+bench: setup
+	$(PY) -m posref.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,278 @@
+"""The instructor's commands, each wrapping nbgrader (plain nbgrader commands keep working):
+
+    python -m autograder release ASSIGNMENT
+    python -m autograder import PATH [--assignment ASSIGNMENT]      (a folder or an archive of submissions)
+    python -m autograder autograde ASSIGNMENT [--workers N] [--student ID ...]
+    python -m autograder feedback ASSIGNMENT
+    python -m autograder export ASSIGNMENT [--csv FILE]
+    python -m autograder demo [--workers N]
+
+Course data lives in $POSREF_COURSE_DIR (default ~/posref-course), created on first use. See README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "autograder" / "nbgrader_config.py"
+# nbgrader runs `alembic` from PATH: make the environment's own scripts findable
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
+def course_dir() -> Path:
+    path = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _source_dir() -> Path:
+    return REPO / os.environ.get("POSREF_SOURCE_DIR", "solutions")
+
+
+def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "nbgrader", *args, f"--JupyterApp.config_file={CONFIG}"]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if check and result.returncode:
+        raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def release(assignment: str) -> None:
+    nbgrader("db", "assignment", "add", assignment)
+    nbgrader("generate_assignment", assignment, "--force")
+
+
+def import_submissions(path: Path, assignment: str | None = None) -> list[str]:
+    """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``) into the course."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if path.is_file():
+            if path.suffix == ".zip":
+                shutil.unpack_archive(path, tmp)  # zipfile drops absolute paths and ".." and makes no links
+            else:
+                shutil.unpack_archive(path, tmp, filter="data")  # tar: no absolute paths, links out, devices
+            entries = [p for p in Path(tmp).iterdir() if p.is_dir()]
+            root = entries[0] if len(entries) == 1 and not any(entries[0].glob("*.ipynb")) else Path(tmp)
+            if root != Path(tmp) and not any(d.is_dir() for d in root.iterdir()):
+                root = Path(tmp)
+        else:
+            root = path
+        students = []
+        for student_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            source = (
+                student_dir / assignment
+                if assignment and (student_dir / assignment).is_dir()
+                else student_dir
+            )
+            target_assignment = assignment or None
+            if target_assignment is None:
+                subdirs = [d for d in student_dir.iterdir() if d.is_dir()]
+                for sub in subdirs:
+                    _copy_submission(sub, course_dir() / "submitted" / student_dir.name / sub.name)
+            else:
+                _copy_submission(source, course_dir() / "submitted" / student_dir.name / target_assignment)
+            students.append(student_dir.name)
+    return students
+
+
+def _copy_submission(source: Path, target: Path) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, symlinks=True)
+
+
+_API = None
+
+
+def _nbgrader_api():
+    """nbgrader's Python API with the course configuration, built once per worker process (starting nbgrader's
+    command line per student costs seconds). The notebook itself is never executed by nbgrader here: the
+    score of record is computed in the sandbox (autograder/record.py) and written in afterwards."""
+    global _API
+    if _API is None:
+        # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
+        warnings.filterwarnings("ignore", message="Object of type <Submitted")
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = PyFileConfigLoader(str(CONFIG)).load_config()
+        config.Execute.enabled = False
+        _API = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    return _API
+
+
+def _worker_init(counter) -> None:
+    with counter.get_lock():
+        counter.value += 1
+        os.environ["POSREF_WORKER"] = str(counter.value)
+
+
+def grade_student(assignment: str, student: str, cell_timeout: float) -> dict:
+    """One student, in one worker process: nbgrader's autograde (without running the notebook), then the score
+    of record for each notebook, written into the gradebook, the autograded notebook and a JSON record."""
+    from autograder import gradebook
+    from autograder.record import grade_notebook
+    from autograder.sandbox import Sandbox
+
+    started = time.perf_counter()
+    course = course_dir()
+    sandbox = Sandbox(uid=61000 + int(os.environ.get("POSREF_WORKER", "0")))
+    nb_run = _nbgrader_api().autograde(assignment, student, force=True, create=True)
+    records = []
+    for source_nb in sorted((_source_dir() / assignment).glob("*.ipynb")):
+        submitted = course / "submitted" / student / assignment / source_nb.name
+        record = grade_notebook(
+            source_nb, submitted, sandbox=sandbox, scratch_base=course / "scratch", timeout=cell_timeout
+        )
+        if not nb_run["success"] and record.status == "graded":
+            record.problems.append(
+                "nbgrader could not process this submission; scores are only in the record"
+            )
+        records.append(record)
+        autograded = course / "autograded" / student / assignment / source_nb.name
+        if nb_run["success"]:
+            gradebook.write_scores(assignment, student, source_nb.stem, record, autograded)
+    out = {
+        "student": student,
+        "assignment": assignment,
+        "seconds": time.perf_counter() - started,
+        "notebooks": [r.to_json() for r in records],
+    }
+    target = course / "records" / assignment / f"{student}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def autograde(
+    assignment: str, *, workers: int = 2, students: list[str] | None = None, cell_timeout: float = 60.0
+) -> list[dict]:
+    import multiprocessing
+
+    from tqdm import tqdm
+
+    submitted = course_dir() / "submitted"
+    students = students or sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+    counter = multiprocessing.Value("i", 0)
+    results = []
+    # one task per student: the same student is never graded by two workers at once
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(counter,)) as pool:
+        futures = {pool.submit(grade_student, assignment, s, cell_timeout): s for s in students}
+        for future in tqdm(
+            as_completed(futures), total=len(futures), desc=f"autograde {assignment}", unit="student"
+        ):
+            try:
+                results.append(future.result())
+            except Exception as err:  # a grader failure is reported as such, never as a 0
+                results.append(
+                    {
+                        "student": futures[future],
+                        "assignment": assignment,
+                        "error": repr(err),
+                        "notebooks": [],
+                    }
+                )
+    return sorted(results, key=lambda r: r["student"])
+
+
+def feedback(assignment: str) -> None:
+    nbgrader("generate_feedback", assignment, "--force")
+
+
+def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
+    """One row per student and notebook: score (empty when it could not be graded), status and reason."""
+    rows = []
+    for path in sorted((course_dir() / "records" / assignment).glob("*.json")):
+        data = json.loads(path.read_text())
+        if data.get("error"):
+            rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
+                         "status": "could not grade", "reason": f"grader error: {data['error']}"})  # fmt: skip
+        for nb in data["notebooks"]:
+            problems = "; ".join(nb["problems"])
+            rows.append({
+                "student": data["student"], "notebook": nb["notebook"],
+                "score": "" if nb["score"] is None else f"{nb['score']:g}", "max_score": f"{nb['max_score']:g}",
+                "status": nb["status"], "reason": nb["reason"] or problems,
+            })  # fmt: skip
+    csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(
+            f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
+        )
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def print_table(rows: list[dict], expected: dict | None = None) -> None:
+    print(f"{'student':<11} {'score':>7}  {'status':<16} reason")
+    for row in rows:
+        score = f"{row['score'] or '-'}/{row['max_score']}"
+        extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
+        print(f"{row['student']:<11} {score:>7}  {row['status']:<16} {row['reason'][:110]}{extra}")
+
+
+def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:
+    """Release the demo assignment, submit the example submissions, autograde, feedback, export, print."""
+    from autograder.demo.build import write_submissions
+
+    os.environ.setdefault("POSREF_COURSE_DIR", tempfile.mkdtemp(prefix="posref-demo-"))
+    os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
+    os.environ["POSREF_RELEASE_DIR"] = str(course_dir() / "release")
+    release("positions")
+    with tempfile.TemporaryDirectory() as tmp:
+        expected = write_submissions(course_dir() / "release" / "positions" / "positions.ipynb", Path(tmp))
+        import_submissions(Path(tmp), "positions")
+    autograde("positions", workers=workers, cell_timeout=cell_timeout)
+    feedback("positions")
+    rows = export("positions")
+    print_table(rows, expected)
+    print(f"CSV: {course_dir() / 'positions-grades.csv'}   course folder: {course_dir()}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("release").add_argument("assignment")
+    p = sub.add_parser("import")
+    p.add_argument("path", type=Path)
+    p.add_argument("--assignment")
+    p = sub.add_parser("autograde")
+    p.add_argument("assignment")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--student", action="append")
+    p.add_argument("--cell-timeout", type=float, default=60.0)
+    sub.add_parser("feedback").add_argument("assignment")
+    p = sub.add_parser("export")
+    p.add_argument("assignment")
+    p.add_argument("--csv", type=Path)
+    p = sub.add_parser("demo")
+    p.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.command == "release":
+        release(args.assignment)
+    elif args.command == "import":
+        print("imported:", ", ".join(import_submissions(args.path, args.assignment)))
+    elif args.command == "autograde":
+        autograde(
+            args.assignment, workers=args.workers, students=args.student, cell_timeout=args.cell_timeout
+        )
+    elif args.command == "feedback":
+        feedback(args.assignment)
+    elif args.command == "export":
+        print_table(export(args.assignment, args.csv))
+    elif args.command == "demo":
+        demo(args.workers)

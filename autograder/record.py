@@ -1,0 +1,218 @@
+"""The score of record: the graded answer cells run in a sandboxed child, the checkers run here.
+
+For one submitted notebook: the program is the *source* notebook's code cells in order, with each answer
+(solution) cell replaced by the student's cell of the same grade id and the test cells left out. The child
+runs it; then every ``check_*(name, ...)`` call found in a test cell of the source notebook is run here,
+in hidden mode, against the child's function through ``RemoteFunction``. A test cell earns its points when
+all its checker calls pass. A cell whose code kills or hangs the child is left out and the child restarted,
+so the student loses only what depended on that cell; the reason is recorded either way.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+import posref.grading as checkers
+from autograder.sandbox import Sandbox
+from posref.grading.remote import Child, ChildFailed, RemoteFunction
+
+MAX_RESTARTS = 6
+
+
+@dataclass
+class CellResult:
+    grade_id: str
+    points: float
+    score: float
+    message: str = ""
+
+
+@dataclass
+class Record:
+    notebook: str
+    status: str  # "graded" or "could not grade"
+    reason: str = ""
+    cells: list[CellResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    sandbox: str = ""
+
+    @property
+    def score(self) -> float | None:
+        return None if self.status != "graded" else sum(c.score for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.points for c in self.cells)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "score": self.score, "max_score": self.max_score}
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _code(source: str) -> str:
+    """Cell source without IPython magics and shell escapes (the child runs plain Python)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def checker_calls(source: str) -> list[tuple[str, str]]:
+    """``[(checker_name, function_name), ...]`` for each ``check_*(name, ...)`` call in a test cell."""
+    calls: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(_code(source))):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name.startswith("check_") and hasattr(checkers, name) and (name, node.args[0].id) not in calls:
+            calls.append((name, node.args[0].id))
+    return calls
+
+
+def _program(source_nb, submitted_nb) -> tuple[list[tuple[int, str]], list]:
+    answers = {_meta(c).get("grade_id"): c.source for c in submitted_nb.cells if _meta(c).get("solution")}
+    program, tests = [], []
+    for index, cell in enumerate(source_nb.cells):
+        meta = _meta(cell)
+        if cell.cell_type != "code":
+            continue
+        if meta.get("grade") and not meta.get("solution"):
+            tests.append(cell)
+        elif meta.get("solution"):
+            program.append((index, _code(answers.get(meta.get("grade_id"), ""))))
+        else:
+            program.append((index, _code(cell.source)))
+    return program, tests
+
+
+class _Children:
+    """The student's child (restarted without a cell that killed it) and, for speed checks, a reference child."""
+
+    def __init__(self, program, sandbox: Sandbox, scratch: Path, problems: list[str], timeout: float) -> None:
+        self.program, self.sandbox, self.scratch, self.problems = list(program), sandbox, scratch, problems
+        self.timeout = timeout
+        self.student: Child | None = None
+
+    def _start(self, cells) -> Child:
+        command, cwd, python_path = self.sandbox.python_command(self.scratch)
+        return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
+                     preexec_fn=self.sandbox.set_limits, cell_timeout=self.timeout, call_timeout=self.timeout,
+                     log_path=str(self.scratch.parent / (self.scratch.name + ".log")))  # fmt: skip
+
+    def get(self) -> Child:
+        if self.student is not None and self.student.alive:
+            return self.student
+        for _ in range(MAX_RESTARTS):
+            try:
+                self.student = self._start(self.program)
+                return self.student
+            except ChildFailed as failure:
+                bad = getattr(failure, "cell", None)
+                if bad is None:
+                    raise
+                self.problems.append(f"cell {bad} was left out: {failure.reason}")
+                self.program = [(i, src) for i, src in self.program if i != bad]
+        raise ChildFailed(f"the answer cells could not be run after {MAX_RESTARTS} attempts")
+
+    def reference_fn(self, name: str) -> RemoteFunction:
+        """The reference function in a child like the student's (same sandbox, same pipes), kept for the
+        worker's lifetime: it runs only posref, never student code."""
+        child = _REFERENCE_CHILDREN.get(name)
+        if child is None or not child.alive:
+            child = _REFERENCE_CHILDREN[name] = self._start([(0, f"from posref import {name}")])
+        return RemoteFunction(child, name)
+
+    def close(self) -> None:
+        if self.student is not None:
+            self.student.close()
+
+
+_REFERENCE_CHILDREN: dict[str, Child] = {}
+
+
+@atexit.register
+def _close_reference_children() -> None:
+    for child in _REFERENCE_CHILDREN.values():
+        child.close()
+
+
+def grade_notebook(
+    source_path: Path, submitted_path: Path, *, sandbox: Sandbox, scratch_base: Path, timeout: float = 60.0
+) -> Record:
+    """The score of record of one submitted notebook (see the module docstring)."""
+    record = Record(notebook=submitted_path.name, status="graded", sandbox=sandbox.mode)
+    source_nb = nbformat.read(source_path, as_version=4)
+    try:
+        submitted_nb = nbformat.read(submitted_path, as_version=4)
+    except Exception as err:  # a missing or corrupted notebook is reported, never scored 0 silently
+        record.status, record.reason = (
+            "could not grade",
+            f"the notebook could not be read: {type(err).__name__}: {err}",
+        )
+        submitted_nb = nbformat.v4.new_notebook()
+    program, tests = _program(source_nb, submitted_nb)
+    if record.status != "graded":
+        record.cells = [
+            CellResult(_meta(c).get("grade_id", "?"), float(_meta(c).get("points", 0)), 0.0) for c in tests
+        ]
+        return record
+    scratch = sandbox.scratch(submitted_path.parent, scratch_base)
+    children = _Children(program, sandbox, scratch, record.problems, timeout)
+    try:
+        try:
+            children.get()
+        except ChildFailed as failure:
+            record.status, record.reason = (
+                "could not grade",
+                f"the answer cells could not be run: {failure.reason}",
+            )
+            record.cells = [
+                CellResult(_meta(c).get("grade_id", "?"), float(_meta(c).get("points", 0)), 0.0)
+                for c in tests
+            ]
+            return record
+        for cell in tests:
+            meta = _meta(cell)
+            result = CellResult(meta.get("grade_id", "?"), float(meta.get("points", 0)), 0.0)
+            record.cells.append(result)
+            try:
+                messages = [_run_check(children, name, fn) for name, fn in checker_calls(cell.source)]
+            except ChildFailed as failure:
+                result.message = f"could not run the answer cells: {failure.reason}"
+                continue
+            failures = [m for m in messages if m]
+            result.score = 0.0 if failures else result.points
+            result.message = "\n".join(failures) or "passed"
+        if children.student is not None:
+            record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
+    finally:
+        children.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        Path(str(scratch) + ".log").unlink(missing_ok=True)
+    return record
+
+
+def _run_check(children: _Children, name: str, fn: str) -> str:
+    """'' if the check passes, else what the student should read."""
+    child = children.get()
+    if fn not in child.names:
+        return f"{fn} is not defined: the cell that defines it did not run or does not define it"
+    check = getattr(checkers, name)
+    remote = RemoteFunction(child, fn)
+    try:
+        if name.endswith("_speed"):
+            check(remote, device="cpu", reference=children.reference_fn(name[len("check_") : -len("_speed")]))
+        else:
+            check(remote, hidden=True, device="cpu")
+    except checkers.CheckFailed as failure:
+        if isinstance(failure.__cause__, ChildFailed):
+            child.kill()  # restarted for the next check
+        return str(failure)
+    return ""

@@ -1,0 +1,68 @@
+"""The ``posref`` command line: ``posref <command> ...``, one argparse subcommand per tool.
+
+To add a command, write ``add_<command>(subparsers)`` that registers its parser and sets ``handler`` (a
+function of the parsed arguments returning the exit status), and call it in ``build_parser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from posref.inspector import (
+        default_plot_path,
+        format_inspection,
+        inspect_rope,
+        load_config,
+        plot_wavelengths,
+    )
+
+    name, config = load_config(args.config, args.model)
+    inspection = inspect_rope(config, seq_len=args.seq_len, name=name)
+    print(format_inspection(inspection))
+    if not args.no_plot:
+        path = plot_wavelengths(inspection, args.plot or default_plot_path(name))
+        print(f"plot:             {path}")
+    return 0
+
+
+def add_inspect(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "inspect",
+        help="what a model's RoPE scaling does to each frequency pair",
+        description="Read a config.json (or one model of data/model_configs.json) and report its RoPE method, "
+        "base, factor, original vs claimed context and which frequency pairs are kept, blended or "
+        "interpolated; save a plot of wavelength per pair before and after scaling.",
+    )
+    parser.add_argument("config", help="a config.json, or a collection such as data/model_configs.json")
+    parser.add_argument("--model", help="with a collection: the model's name (or a unique part of it)")
+    parser.add_argument(
+        "--seq-len", type=int, help="length for length-dependent methods (default: the claimed context)"
+    )
+    parser.add_argument("--plot", help="where to save the PNG (default: <model>-wavelengths.png here)")
+    parser.add_argument("--no-plot", action="store_true", help="print the report only")
+    parser.set_defaults(handler=_run_inspect)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="posref", description="Tools of the posref course package.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_inspect(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        print(f"posref {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

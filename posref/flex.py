@@ -1,0 +1,94 @@
+"""Biased attention without a materialised ``(H, Tq, Tk)`` bias: FlexAttention ``score_mod``s for ALiBi and T5.
+
+``torch.nn.attention.flex_attention`` calls a ``score_mod(score, b, h, q_idx, kv_idx)`` for every score inside
+its fused kernel, so a relative bias costs a few arithmetic operations per score instead of an ``H x Tq x Tk``
+tensor in memory. The result equals ``posref.scaled_dot_product_attention`` with the materialised bias
+(``alibi_bias`` / ``T5RelativeBias``), which the tests check. On CUDA the kernel is compiled (Triton); elsewhere
+FlexAttention runs its eager reference, which is correct but not fast.
+
+Shapes: ``q`` ``(B, H, Tq, D)``; ``k``, ``v`` ``(B, H, Tk, D)``; queries sit at key positions ``Tk - Tq + i``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+from posref._checks import check_same_device, check_tensor
+from posref.relative import T5RelativeBias, t5_relative_position_bucket
+
+ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def alibi_score_mod(slopes: torch.Tensor, *, q_offset: int = 0) -> ScoreMod:
+    """ALiBi (arXiv 2108.12409): ``score - slope[h] * |(q_idx + q_offset) - kv_idx|``."""
+    check_tensor("slopes", slopes)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score - slopes[h] * (q_idx + q_offset - kv_idx).abs()
+
+    return score_mod
+
+
+def t5_score_mod(bias: T5RelativeBias, q_len: int, k_len: int) -> ScoreMod:
+    """T5's bucketed bias (arXiv 1910.10683) as a lookup by relative position.
+
+    The ``Tq + Tk - 1`` possible values of ``key - query`` are bucketed once into a ``(H, Tq + Tk - 1)`` table;
+    the score_mod indexes it, so no ``(H, Tq, Tk)`` tensor is formed.
+    """
+    device = bias.embedding.weight.device
+    q_offset = k_len - q_len
+    rel = torch.arange(-(k_len - 1), k_len, device=device)  # every key - query over the aligned positions
+    buckets = t5_relative_position_bucket(
+        rel, bidirectional=bias.bidirectional, num_buckets=bias.num_buckets, max_distance=bias.max_distance
+    )
+    table = bias.embedding(buckets).T.contiguous()  # (H, 2 Tk - 1)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score + table[h, kv_idx - (q_idx + q_offset) + (k_len - 1)]
+
+    return score_mod
+
+
+@functools.cache
+def _causal_block_mask(q_len: int, k_len: int, device: str):
+    offset = k_len - q_len
+
+    def causal(b, h, q_idx, kv_idx):
+        return kv_idx <= q_idx + offset
+
+    return create_block_mask(causal, None, None, q_len, k_len, device=device)
+
+
+@functools.cache
+def _compiled_flex():
+    return torch.compile(flex_attention, dynamic=False)
+
+
+def flex_biased_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    score_mod: ScoreMod,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """``softmax(scale q k^T + bias) v`` with the bias given as a ``score_mod`` -> ``(B, H, Tq, Dv)``."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t)
+        if t.ndim != 4:
+            raise ValueError(f"{name} must be (B, H, T, D) for FlexAttention, got shape {tuple(t.shape)}")
+    check_same_device(q=q, k=k, v=v)
+    if q.shape[-2] > k.shape[-2] and causal:
+        raise ValueError(f"causal attention needs q_len <= k_len, got {q.shape[-2]} and {k.shape[-2]}")
+    block_mask = _causal_block_mask(q.shape[-2], k.shape[-2], str(q.device)) if causal else None
+    if q.is_cuda:
+        return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+    with warnings.catch_warnings():  # the eager path warns that it is unfused; on CPU that is expected
+        warnings.simplefilter("ignore", UserWarning)
+        return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)

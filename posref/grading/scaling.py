@@ -1,0 +1,108 @@
+"""Checkers for notebook 07 (scaling): RoPE frequencies under each scaling method.
+
+The student's function has the registry's signature, ``fn(head_dim, base, params, seq_len=None)`` ->
+``(inv_freq (head_dim/2,), attention_factor)``, with ``params`` the method's keys as the transformers library
+names them (``{"factor": 8.0, "original_max_position_embeddings": 8192, ...}``). The reference is
+``posref.rope_frequencies(head_dim, base=base, scaling={"rope_type": <type>, **params}, seq_len=seq_len)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from posref.grading.cases import Draw
+from posref.grading.report import Case, first_difference
+from posref.scaling import default_inv_freq, rope_frequencies
+
+
+def _params(draw: Draw, rope_type: str) -> dict:
+    factor = draw.choice((2.0, 4.0, 8.0, draw.uniform(1.5, 32.0)))
+    original = draw.choice((512, 2048, 4096, 8192))
+    if rope_type in ("linear", "ntk"):
+        return {"factor": factor}
+    if rope_type == "yarn":
+        return {"factor": factor, "original_max_position_embeddings": original}
+    if rope_type == "llama3":
+        low = draw.choice((1.0, 2.0))
+        return {"factor": factor, "low_freq_factor": low, "high_freq_factor": low * draw.choice((2.0, 4.0)),
+                "original_max_position_embeddings": original}  # fmt: skip
+    raise ValueError(
+        f"no frequency checker for rope_type {rope_type!r}; expected linear, ntk, yarn or llama3"
+    )
+
+
+def _reference(rope_type: str, head_dim, base, params, seq_len=None):
+    return rope_frequencies(head_dim, base=base, scaling={"rope_type": rope_type, **params}, seq_len=seq_len)
+
+
+def _mistakes(rope_type: str) -> dict[str, Callable]:
+    def plain(head_dim, base, params, seq_len=None):
+        return default_inv_freq(head_dim, base), 1.0
+
+    if rope_type == "linear":
+        return {
+            "position interpolation squeezes positions m -> m / factor, so frequencies are divided by the "
+            "factor, not multiplied": lambda d, b, p, seq_len=None: (
+                default_inv_freq(d, b) * p["factor"],
+                1.0,
+            ),
+        }
+    if rope_type == "ntk":
+        return {
+            "NTK-aware scaling changes the base to base * factor**(d/(d-2)), not base * factor": (
+                lambda d, b, p, seq_len=None: (default_inv_freq(d, b * p["factor"]), 1.0)
+            ),
+            "NTK-aware scaling changes the base, it does not divide every frequency by the factor": (
+                lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
+            ),
+        }
+    if rope_type == "yarn":
+        return {
+            "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin": (
+                lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)
+            ),
+        }
+    return {
+        "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
+        "(lambda > L / low_freq_factor) by the factor, blending in between": (
+            lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
+        ),
+        "that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq": plain,
+    }
+
+
+def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
+    """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
+    ``rope_type`` method (``linear``, ``ntk``, ``yarn`` or ``llama3``). Frequencies are float32 on the CPU;
+    the tolerance is a few float32 units in the last place (relative)."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 16)):
+        head_dim = (64, 128, 32)[i] if not hidden else draw.even(8, 256)
+        base = 10000.0 if not hidden else draw.choice((10000.0, 500000.0, draw.uniform(1e3, 1e6)))
+        cases.append(Case((head_dim, base, _params(draw, rope_type)), atol=1e-12, rtol=1e-5))
+    first_difference(
+        f"{rope_type} frequencies", fn, partial(_reference, rope_type), cases, mistakes=_mistakes(rope_type),
+        match_dtype=False, seed=draw.seed if hidden else None,
+    )  # fmt: skip
+
+
+def check_rope_frequencies_linear(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """Position Interpolation (arXiv 2306.15595): ``check_frequencies(fn, "linear")``."""
+    check_frequencies(fn, "linear", hidden=hidden, device=device)
+
+
+def check_rope_frequencies_ntk(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """NTK-aware base change (YaRN paper, arXiv 2309.00071, section 3.1): ``check_frequencies(fn, "ntk")``."""
+    check_frequencies(fn, "ntk", hidden=hidden, device=device)
+
+
+def check_rope_frequencies_yarn(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """YaRN (arXiv 2309.00071), frequencies and attention factor: ``check_frequencies(fn, "yarn")``."""
+    check_frequencies(fn, "yarn", hidden=hidden, device=device)
+
+
+def check_rope_frequencies_llama3(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """Llama 3.1's wavelength bands: ``check_frequencies(fn, "llama3")``."""
+    check_frequencies(fn, "llama3", hidden=hidden, device=device)

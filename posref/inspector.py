@@ -1,0 +1,235 @@
+"""What a model's RoPE scaling does to each frequency pair: the function behind ``posref inspect``.
+
+For a ``config.json`` (or one entry of ``data/model_configs.json``) it reports the method, base, factor, the
+original and the claimed context, and sorts the rotated pairs by what the scaling did to them, using the
+ratio ``rho_i = w_i / w'_i`` of plain to scaled frequency (``s`` = the method's factor; for dynamic NTK the
+``alpha`` at the evaluated length):
+
+* kept: ``rho = 1`` (the pair still turns as in training: local order is untouched);
+* interpolated: ``rho = s`` (divided by the full factor, Position-Interpolation-style);
+* blended: ``1 < rho < s`` (NTK's smooth change, YaRN's / Llama 3's ramp, LongRoPE's searched factors);
+* beyond: ``rho > s`` (LongRoPE may interpolate a pair more than ``s``); faster: ``rho < 1``.
+
+``plot_wavelengths`` draws the wavelength ``2 pi / w`` of every pair before and after, against the original
+and the claimed context: pairs whose wavelength exceeds the original context never completed a turn in
+training, which is why they are the ones to interpolate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from posref.config import RopeConfig, rope_from_config
+from posref.scaling import default_inv_freq, dynamic_ntk_alpha
+
+PAIR_KINDS = ("kept", "blended", "interpolated", "beyond", "faster")
+_RTOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The per-pair picture of one RoPE setting; ``inv_freq_*`` are ``(rotary_dim/2,)`` float64."""
+
+    name: str | None
+    rope: RopeConfig
+    seq_len: int | None
+    factor: float | None
+    inv_freq_plain: torch.Tensor
+    inv_freq: torch.Tensor
+    attention_factor: float
+
+    @property
+    def ratio(self) -> torch.Tensor:
+        """``rho_i = plain / scaled`` per pair (1 = kept, ``s`` = interpolated by the full factor)."""
+        return self.inv_freq_plain / self.inv_freq
+
+    def kinds(self) -> list[str]:
+        """The kind of each pair (see the module docstring)."""
+        s = self.factor or 1.0
+        out = []
+        for rho in self.ratio.tolist():
+            if math.isclose(rho, 1.0, rel_tol=_RTOL):
+                out.append("kept")
+            elif s > 1 and math.isclose(rho, s, rel_tol=_RTOL):
+                out.append("interpolated")
+            elif rho < 1:
+                out.append("faster")
+            elif rho > s:
+                out.append("beyond")
+            else:
+                out.append("blended")
+        return out
+
+    def counts(self) -> dict[str, int]:
+        kinds = self.kinds()
+        return {kind: kinds.count(kind) for kind in PAIR_KINDS}
+
+    def wavelengths(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Wavelengths ``2 pi / w`` in tokens, before and after scaling."""
+        return 2 * math.pi / self.inv_freq_plain, 2 * math.pi / self.inv_freq
+
+
+def _effective_factor(rope: RopeConfig, seq_len: int | None) -> float | None:
+    scaling = rope.scaling
+    if scaling is None:
+        return None
+    if rope.rope_type == "dynamic":
+        return dynamic_ntk_alpha(seq_len, scaling["original_max_position_embeddings"], scaling["factor"])
+    return scaling.get("factor")
+
+
+def inspect_rope(
+    config: Mapping[str, Any] | RopeConfig, *, seq_len: int | None = None, name: str | None = None
+) -> Inspection:
+    """Inspect a config dict (read with ``rope_from_config``) or a ``RopeConfig``.
+
+    ``seq_len`` is the length to evaluate length-dependent methods at (dynamic, longrope); by default the
+    claimed context ``max_position_embeddings`` for those, None (initialisation) otherwise.
+    """
+    rope = config if isinstance(config, RopeConfig) else rope_from_config(config)
+    if seq_len is None and rope.length_dependent:
+        seq_len = rope.max_position_embeddings
+    inv_freq, attention_factor = rope.frequencies(seq_len)
+    plain = default_inv_freq(rope.rotary_dim, rope.base)
+    return Inspection(
+        name=name,
+        rope=rope,
+        seq_len=seq_len,
+        factor=_effective_factor(rope, seq_len),
+        inv_freq_plain=plain.double(),
+        inv_freq=inv_freq.double(),
+        attention_factor=attention_factor,
+    )
+
+
+def _tokens(n: float) -> str:
+    if n < 1000:
+        return f"{n:.3g}"
+    return f"{n:,.0f}" if n < 1e7 else f"{n:.3g}"
+
+
+def format_inspection(inspection: Inspection) -> str:
+    """A short plain-text report, one fact per line."""
+    rope = inspection.rope
+    before, after = inspection.wavelengths()
+    original, claimed = rope.original_max_position_embeddings, rope.max_position_embeddings
+    lines = []
+    if inspection.name:
+        lines.append(f"model:            {inspection.name}")
+    lines.append(f"model_type:       {rope.model_type or '(none)'}")
+    lines.append(f"method:           {rope.rope_type}")
+    lines.append(f"base (theta):     {rope.base:g}")
+    pairs = rope.rotary_dim // 2
+    lines.append(
+        f"head dim:         {rope.head_dim} (rotary dim {rope.rotary_dim} = {pairs} pairs, "
+        f"partial_rotary_factor {rope.partial_rotary_factor:g}, layout {rope.layout})"
+    )
+    if inspection.factor is not None:
+        label = "alpha at seq_len" if rope.rope_type == "dynamic" else "factor"
+        lines.append(f"{label + ':':<18}{inspection.factor:g}")
+    if original is not None and claimed is not None:
+        stretch = f" (claimed / original = {claimed / original:g})" if claimed != original else ""
+        lines.append(f"context:          original {_tokens(original)}, claimed {_tokens(claimed)}{stretch}")
+    lines.append(f"attention factor: {inspection.attention_factor:.5g} (multiplies cos and sin)")
+    if rope.length_dependent:
+        lines.append(f"evaluated at:     seq_len {inspection.seq_len} (this method depends on the length)")
+    counts = inspection.counts()
+    described = {
+        "kept": "kept",
+        "blended": "blended",
+        "interpolated": f"interpolated (divided by {inspection.factor:g})"
+        if inspection.factor
+        else "interpolated",
+        "beyond": "divided by more than the factor",
+        "faster": "made faster",
+    }
+    parts = [f"{counts[k]} {described[k]}" for k in PAIR_KINDS if counts[k]]
+    lines.append(f"pairs:            {', '.join(parts)} (of {pairs})")
+    lines.append(
+        f"wavelengths:      {_tokens(float(before[0]))} .. {_tokens(float(before[-1]))} tokens before, "
+        f"{_tokens(float(after[0]))} .. {_tokens(float(after[-1]))} after"
+    )
+    if original is not None:
+        lines.append(
+            f"pairs slower than one turn per original context: {int((before > original).sum())} before, "
+            f"{int((after > original).sum())} after"
+        )
+    for note in rope.notes:
+        lines.append(f"note:             {note}")
+    return "\n".join(lines)
+
+
+def plot_wavelengths(inspection: Inspection, path: str | Path) -> Path:
+    """Save a PNG of each pair's wavelength before and after scaling (log scale) -> the path written."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    before, after = inspection.wavelengths()
+    pairs = range(len(before))
+    fig = Figure(figsize=(7.5, 4.5), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.semilogy(pairs, before.numpy(), "o-", ms=3, label="plain RoPE")
+    ax.semilogy(pairs, after.numpy(), "s-", ms=3, label=f"{inspection.rope.rope_type} (scaled)")
+    original = inspection.rope.original_max_position_embeddings
+    claimed = inspection.rope.max_position_embeddings
+    if original is not None:
+        ax.axhline(original, color="gray", ls="--", lw=1, label=f"original context {original:,}")
+    if claimed is not None and claimed != original:
+        ax.axhline(claimed, color="black", ls=":", lw=1, label=f"claimed context {claimed:,}")
+    ax.set_xlabel("pair index i (fast -> slow)")
+    ax.set_ylabel("wavelength 2*pi / w_i (tokens)")
+    ax.set_title(f"{inspection.name or inspection.rope.model_type or 'RoPE'}: wavelength per pair")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
+def load_config(path: str | Path, model: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Read a ``config.json``, or pick ``model`` from a collection like ``data/model_configs.json``
+    -> ``(name, config dict)``. ``model`` matches a name exactly (any case) or as a unique substring."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object (a config.json), got {type(data).__name__}")
+    if "models" not in data:
+        if model is not None:
+            raise ValueError(f"{path} is a single config.json; --model applies to a collection with 'models'")
+        return path.stem, data
+    entries = data["models"]
+    names = [entry["name"] for entry in entries]
+    if model is None:
+        raise ValueError(
+            f"{path} holds {len(names)} configs; choose one with --model NAME: {', '.join(names)}"
+        )
+    exact = [e for e in entries if e["name"].lower() == model.lower()]
+    found = exact or [e for e in entries if model.lower() in e["name"].lower()]
+    if len(found) != 1:
+        which = "matches several" if found else "matches none"
+        candidates = [e["name"] for e in found] or names
+        raise ValueError(f"--model {model!r} {which} of the configs in {path}: {', '.join(candidates)}")
+    return found[0]["name"], found[0]["config"]
+
+
+def default_plot_path(name: str) -> Path:
+    """``<name>-wavelengths.png`` with the name made file-safe."""
+    return Path(re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") + "-wavelengths.png")
+
+
+__all__ = ["Inspection", "format_inspection", "inspect_rope", "load_config", "plot_wavelengths"]

@@ -1,0 +1,220 @@
+"""A tiny pre-norm decoder-only Transformer whose position handling is one argument.
+
+``TinyDecoder(vocab_size, positions=..., ...)`` takes a position method (``"learned"``, ``"sinusoidal"``,
+``"alibi"``, ``"t5"``, ``"rope"``, ``"nope"``; see ``posref.positions``) and its options as a dict, e.g.
+``{"method": "rope", "rope_base": 50.0, "rope_scaling": {"rope_type": "yarn", ...}}``. One handler serves
+every layer and is used through its three hooks:
+
+* ``embed``: added to the token embeddings once, before the first block (learned, sinusoidal);
+* ``rotate``: applied to queries and keys in every layer (RoPE);
+* ``bias``: one ``(H, T, T)`` bias shared by every layer (ALiBi; T5 shares its bias across layers too).
+
+``with_positions(...)`` returns a copy with the same weights and another handler: test-time RoPE scaling
+(same weights, another ``rope_scaling``) and DroPE (RoPE replaced by NoPE, arXiv 2512.12167) are one call.
+
+Shapes: ``B`` batch, ``T`` sequence, ``C`` d_model, ``H`` heads, ``D = C / H`` head dim, ``V`` vocabulary.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from posref._checks import check_integer_positions, check_positive_int, check_tensor
+from posref.positions import PositionHandler, make_position_handler
+
+
+def causal_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Causal ``softmax(q k^T / sqrt(D) + bias) v`` via PyTorch's fused kernel -> ``(B, H, T, D)``.
+
+    ``q, k, v`` are ``(B, H, T, D)``; ``bias`` is ``(H, T, T)`` or None. The same result as the readable
+    ``posref.scaled_dot_product_attention(q, k, v, causal=True, bias=bias)`` (tested), only faster.
+    """
+    if bias is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    T = q.shape[-2]
+    blocked = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # True above the diagonal
+    mask = bias.to(q.dtype).masked_fill(blocked, float("-inf"))  # (H, T, T): bias, -inf on future keys
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.out = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        handler: PositionHandler,
+        bias: torch.Tensor | None,
+    ) -> torch.Tensor:
+        B, T, C = x.shape
+        # (B, T, 3C) -> (3, B, H, T, D)
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
+        q, k = handler.rotate(q, k, positions)
+        y = causal_attention(q, k, v, bias)  # (B, H, T, D)
+        return self.out(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(d_model, 4 * d_model, bias=False)
+        self.down = nn.Linear(4 * d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    """Pre-norm block: ``x + attn(norm(x))``, then ``x + mlp(norm(x))``."""
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = MLP(d_model)
+
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, handler: PositionHandler, bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), positions, handler, bias)
+        return x + self.mlp(self.norm2(x))
+
+
+def _position_spec(positions: str | Mapping[str, Any]) -> dict[str, Any]:
+    """``"rope"`` or ``{"method": "rope", ...}`` -> a plain dict with a ``"method"`` key (copied)."""
+    if isinstance(positions, str):
+        return {"method": positions}
+    if not isinstance(positions, Mapping) or "method" not in positions:
+        raise TypeError(
+            f"positions must be a method name or a dict with a 'method' key, e.g. {{'method': 'rope', "
+            f"'rope_base': 50.0}}; got {positions!r}"
+        )
+    return copy.deepcopy(dict(positions))
+
+
+class TinyDecoder(nn.Module):
+    """Token embedding, ``n_layers`` pre-norm blocks, a final LayerNorm and an untied output head.
+
+    Args:
+        vocab_size: number of tokens ``V``.
+        positions: a method name or a dict ``{"method": ..., **options}``; the options are the keyword
+            arguments of ``posref.make_position_handler`` (``max_positions`` for ``learned``, ``rope_base``,
+            ``rope_scaling``, ``rope_layout``, ``t5_num_buckets``, ``t5_max_distance``).
+        d_model, n_layers, n_heads: width ``C``, depth and heads ``H`` (``C`` divisible by ``H``).
+
+    ``forward(idx)`` maps ``(B, T)`` token ids to ``(B, T, V)`` logits. Token ``t`` sits at position ``t``
+    unless ``positions`` (a ``(T,)`` integer tensor) says otherwise; the causal mask always follows the order
+    of ``idx``.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        positions: str | Mapping[str, Any],
+        *,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+    ) -> None:
+        super().__init__()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.n_layers = check_positive_int("n_layers", n_layers)
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        self.position_spec = _position_spec(positions)
+        self.positions = self._make_handler(self.position_spec)
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.apply(_init_weights)
+
+    def _make_handler(self, spec: Mapping[str, Any]) -> PositionHandler:
+        options = {key: value for key, value in spec.items() if key != "method"}
+        return make_position_handler(spec["method"], d_model=self.d_model, n_heads=self.n_heads, **options)
+
+    def config(self) -> dict[str, Any]:
+        """The constructor's arguments, JSON-friendly: ``TinyDecoder(**model.config())`` rebuilds the model."""
+        return {
+            "vocab_size": self.vocab_size,
+            "positions": copy.deepcopy(self.position_spec),
+            "d_model": self.d_model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+        }
+
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        check_tensor("idx", idx)
+        check_integer_positions("idx", idx)
+        if idx.ndim != 2:
+            raise ValueError(f"idx must be (batch, seq) token ids, got shape {tuple(idx.shape)}")
+        T = idx.shape[1]
+        if positions is None:
+            positions = torch.arange(T, device=idx.device)
+        elif positions.shape != (T,):
+            raise ValueError(f"positions must be (T,) = ({T},), got shape {tuple(positions.shape)}")
+        x = self.positions.embed(self.tok_emb(idx), positions)  # (B, T, C)
+        bias = self.positions.bias(positions, positions)  # (H, T, T) or None, shared by every layer
+        for block in self.blocks:
+            x = block(x, positions, self.positions, bias)
+        return self.head(self.norm(x))  # (B, T, V)
+
+    def with_positions(self, positions: str | Mapping[str, Any]) -> TinyDecoder:
+        """A copy with every weight kept and a new position handler (this model is left unchanged).
+
+        Position-specific parameters (a learned table, T5's bucket biases) belong to the handler: the new
+        handler brings its own, freshly initialised. E.g. ``model.with_positions("nope")`` is DroPE's first
+        step; ``model.with_positions({"method": "rope", "rope_base": 50.0, "rope_scaling": {...}})`` applies
+        a scaling method at test time.
+        """
+        spec = _position_spec(positions)
+        handler = self._make_handler(spec)
+        old = self.positions
+        self.positions = nn.Identity()  # not deep-copied: the copy gets the new handler instead
+        try:
+            new = copy.deepcopy(self)
+        finally:
+            self.positions = old
+        reference = next(self.parameters())  # the handler follows the model's device and dtype
+        new.positions = handler.to(device=reference.device, dtype=reference.dtype)
+        new.position_spec = spec
+        return new
+
+
+def _init_weights(module: nn.Module) -> None:
+    """GPT-2's initialisation: normal(0, 0.02) for linear and embedding weights."""
+    if isinstance(module, nn.Linear | nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+
+def build_model(
+    vocab_size: int,
+    positions: str | Mapping[str, Any],
+    *,
+    seed: int = 0,
+    device: torch.device | str | None = None,
+    **sizes: int,
+) -> TinyDecoder:
+    """``TinyDecoder(vocab_size, positions, **sizes)`` initialised from ``seed`` and moved to ``device``.
+
+    The global random state is left as it was (the seed is applied inside ``torch.random.fork_rng``), so the
+    same seed gives the same weights whatever ran before.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = TinyDecoder(vocab_size, positions, **sizes)
+    return model.to(device)

@@ -1,0 +1,78 @@
+"""Shipped checkpoints: they load, reproduce their recorded evaluation, and the regeneration path works."""
+
+import json
+
+import pytest
+import torch
+
+from posref.checkpoints import (
+    CHECKPOINT_DIR,
+    CHECKPOINT_METHODS,
+    EVAL_LENGTHS,
+    checkpoint_info,
+    load_checkpoint,
+    main,
+    save_checkpoint,
+)
+from posref.evaluate import evaluate_lengths
+from posref.model import build_model
+from posref.tasks import load_char_corpus
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", list(CHECKPOINT_METHODS))
+def test_shipped_checkpoint_reproduces_its_recorded_loss(name):
+    info = checkpoint_info(name)
+    model = load_checkpoint(name)
+    assert info["config"]["positions"] == CHECKPOINT_METHODS[name]
+    assert not model.training and next(model.parameters()).dtype == torch.float32
+    log = info["log"]["loss"]
+    assert len(log) == info["train"]["steps"] and sum(log[-50:]) < 0.8 * sum(log[:50])
+    assert set(info["eval"]["lengths"]) == {str(T) for T in EVAL_LENGTHS}
+    recorded = info["eval"]["lengths"]["64"]
+    measured = evaluate_lengths(model, load_char_corpus().val, [64], train_len=64)[64]
+    # same weights, same windows: equal up to kernel differences across machines
+    assert measured["loss"] == pytest.approx(recorded["loss"], abs=0.01)
+    assert measured["last_loss"] == pytest.approx(recorded["last_loss"], abs=0.01)
+    assert recorded["loss"] < 2.6  # well below a unigram model of the text (3.11 nats/char on validation)
+
+
+def test_shipped_learned_checkpoint_stops_at_its_table():
+    model = load_checkpoint("learned")
+    x = torch.zeros(1, 513, dtype=torch.long)
+    with pytest.raises(IndexError, match="outside the learned table"):
+        model(x)
+
+
+def test_shipped_checkpoints_are_small():
+    total = sum(p.stat().st_size for p in CHECKPOINT_DIR.iterdir())
+    assert total < 4_000_000
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model = build_model(96, {"method": "rope", "rope_base": 50.0}, seed=1)
+    save_checkpoint(model, "mine", {"note": "test"}, tmp_path)
+    loaded = load_checkpoint("mine", directory=tmp_path)
+    assert json.loads((tmp_path / "mine.json").read_text())["note"] == "test"
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+        torch.testing.assert_close(b, a.half().float(), rtol=0, atol=0, msg=name)  # float16 storage
+    with pytest.raises(FileNotFoundError, match="no checkpoint 'other'"):
+        load_checkpoint("other", directory=tmp_path)
+
+
+@pytest.mark.slow  # trains 3 steps and evaluates at 64..512: a few seconds on an idle 2-core machine
+def test_regeneration_command_writes_a_reproducible_record(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "--methods", "nope", "--steps", "3", "--threads", "1"]) == 0
+    assert "nope" in capsys.readouterr().out
+    info = checkpoint_info("nope", tmp_path)
+    assert len(info["log"]["loss"]) == 3 and info["train"]["steps"] == 3
+    loaded = load_checkpoint("nope", directory=tmp_path)
+    measured = evaluate_lengths(loaded, load_char_corpus().val, [128])[128]["loss"]
+    assert measured == pytest.approx(info["eval"]["lengths"]["128"]["loss"], abs=1e-4)

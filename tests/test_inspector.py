@@ -1,0 +1,106 @@
+"""The inspector (posref.inspector) and its command line, ``posref inspect``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from posref.cli import main
+from posref.inspector import format_inspection, inspect_rope, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "model_configs.json"
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    return subprocess.run(
+        [sys.executable, "-m", "posref", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.slow  # a fresh interpreter importing torch and matplotlib: ~5-15 s on a busy 2-core machine
+def test_cli_inspects_a_shipped_config_and_saves_the_plot(tmp_path):
+    result = run_cli("inspect", str(DATA), "--model", "Llama-3.1-8B", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "method:           llama3" in out
+    assert "base (theta):     500000" in out
+    assert "context:          original 8,192, claimed 131,072" in out
+    assert "29 kept, 6 blended, 29 interpolated (divided by 8) (of 64)" in out
+    png = tmp_path / "meta-llama_Llama-3.1-8B-wavelengths.png"
+    assert f"plot:             {png.name}" in out
+    from matplotlib.image import imread
+
+    image = imread(png)
+    assert image.shape[0] > 300 and image.shape[1] > 500
+    assert float(image[..., :3].std()) > 0.05  # something is drawn, not a blank canvas
+
+
+def test_cli_on_a_single_config_json(tmp_path, capsys):
+    entry = next(
+        e for e in json.loads(DATA.read_text())["models"] if e["name"] == "microsoft/Phi-3.5-mini-instruct"
+    )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(entry["config"]))
+    plot = tmp_path / "phi.png"
+    assert main(["inspect", str(path), "--plot", str(plot), "--seq-len", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "method:           longrope" in out
+    assert "attention factor: 1.1902" in out
+    assert "seq_len 4096" in out and plot.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "choose one with --model NAME: meta-llama/Llama-2-7b-hf"),
+        (("--model", "llama-3.2"), "matches several"),
+        (("--model", "no-such-model"), "matches none"),
+        (("--model", "gpt2"), "has no RoPE"),
+        (("--model", "gemma-3-1b"), "per-layer RoPE"),
+    ],
+)
+def test_cli_errors_are_clear(capsys, args, message):
+    assert main(["inspect", str(DATA), *args, "--no-plot"]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_cli_missing_file(capsys, tmp_path):
+    assert main(["inspect", str(tmp_path / "nope.json")]) == 1
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_ntk_keeps_one_pair_and_interpolates_one_by_the_full_factor():
+    config = {
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "rope_scaling": {"rope_type": "ntk", "factor": 4.0},
+    }
+    counts = inspect_rope(config).counts()
+    assert counts == {"kept": 1, "blended": 30, "interpolated": 1, "beyond": 0, "faster": 0}
+
+
+def test_dynamic_is_evaluated_at_the_requested_length():
+    config = {
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 2048,
+        "rope_scaling": {"type": "dynamic", "factor": 2.0},
+    }
+    at_claimed = inspect_rope(config)
+    assert at_claimed.seq_len == 2048 and at_claimed.counts()["kept"] == 32
+    longer = inspect_rope(config, seq_len=4096)
+    assert longer.factor == 3.0  # 2 * 4096 / 2048 - 1
+    assert longer.counts() == {"kept": 1, "blended": 30, "interpolated": 1, "beyond": 0, "faster": 0}
+    assert "alpha at seq_len: 3" in format_inspection(longer)
+
+
+def test_load_config_prefers_an_exact_name():
+    name, config = load_config(DATA, "meta-llama/llama-3.2-1b")
+    assert name == "meta-llama/Llama-3.2-1B" and config["head_dim"] == 64
