@@ -139,19 +139,49 @@ def test_solution_runs_top_to_bottom(name, tmp_path, monkeypatch):
     _report_time(f"{name} (solution, POSREF_FAST=1, nbclient)", time.perf_counter() - start)
 
 
+def _sandbox_problem() -> str | None:
+    from autograder.sandbox import Sandbox
+
+    return Sandbox().problem
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_autograde_round_trip(name, course):
-    """Through nbgrader autograde: the solution scores every autograded point, the untouched release scores 0."""
+def test_autograde_round_trip(name, course, monkeypatch):
+    """The solution earns every autograded point and the untouched release earns 0, in nbgrader's gradebook.
+
+    Graded the way the course grades: ``python -m autograder autograde`` (nbgrader's autograde, then the score of
+    record: answer cells run in a sandboxed child, the checkers in hidden mode in the grader). Where the sandbox
+    cannot start, plain ``nbgrader autograde`` (the checkers run in the notebook's kernel) is used instead.
+    """
     from nbgrader.api import Gradebook
 
-    for student, nb in (("solution", source(name)), ("release", release(name))):
+    submissions = {"solution": source(name), "release": release(name)}
+    for student, nb in submissions.items():
         target = course / "submitted" / student / name
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(nb, target / nb.name)
     start = time.perf_counter()
-    _nbgrader("autograde", name, "--create", "--force", course_dir=course)
-    _report_time(f"{name} (autograde of both submissions)", time.perf_counter() - start)
+    problem = _sandbox_problem()
+    if problem is None:
+        for key, value in _env(course).items():
+            monkeypatch.setenv(key, value)
+        from autograder import cli
+
+        results = {r["student"]: r for r in cli.autograde(name, workers=2, students=list(submissions))}
+        for student, result in results.items():
+            assert "error" not in result, f"{name}, {student}: the grader failed: {result['error']}"
+            (record,) = result["notebooks"]
+            assert record["status"] == "graded", f"{name}, {student}: {record}"
+        solved, untouched = results["solution"]["notebooks"][0], results["release"]["notebooks"][0]
+        messages = "\n".join(c["message"] for c in solved["cells"] if c["message"])
+        assert solved["max_score"] > 0 and solved["score"] == solved["max_score"], f"{name}: {messages}"
+        assert untouched["score"] == 0, f"{name}: the untouched release scored {untouched['score']}"
+        how = "score of record"
+    else:
+        _nbgrader("autograde", name, "--create", "--force", course_dir=course)
+        how = f"plain nbgrader autograde; sandbox unavailable: {problem}"
+    _report_time(f"{name} (autograde of both submissions, {how})", time.perf_counter() - start)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "posref") as gb:
         solved = gb.find_submission(name, "solution")
         untouched = gb.find_submission(name, "release")
