@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from posref import apply_rope, rope_cos_sin
-from posref.grading import CheckFailed
-from posref.grading import check_p_rope, check_pair_norms, check_score_by_distance
+from posref.grading import CheckFailed, check_p_rope, check_pair_norms, check_score_by_distance
 
 
 def _rows(x, n):
