@@ -1,15 +1,18 @@
 """Seconds per student per notebook, and the speedup with 2 workers:
 
-    python -m autograder.benchmark [--students 4]
+    python -m autograder.benchmark [--students 4] [--assignment 04_rope]
 
-Grades ``--students`` copies of the demo's correct submission with 1 worker, then with 2, each in a fresh
-course folder, and prints the wall time per student per notebook and the speedup.
+Grades ``--students`` copies of a correct submission with 1 worker, then with 2, each in a fresh course
+folder, and prints the wall time per student per notebook and the speedup. Without ``--assignment`` it uses
+the demo assignment (``autograder/demo``); with one, the course's own solution notebooks (``solutions/<A>``)
+stand in for the students' submissions.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -18,38 +21,50 @@ from autograder import cli
 from autograder.demo.build import write_submissions
 
 
-def run(students: int, workers: int) -> float:
+def _submissions(assignment: str | None, target: Path) -> None:
+    if assignment is None:
+        write_submissions(cli.course_dir() / "release" / "positions" / "positions.ipynb", target, ["correct"])
+        (target / "correct").rename(target / "template")
+    else:
+        shutil.copytree(cli.REPO / "solutions" / assignment, target / "template")
+
+
+def run(students: int, workers: int, assignment: str | None) -> tuple[float, int]:
     os.environ["POSREF_COURSE_DIR"] = tempfile.mkdtemp(prefix=f"posref-bench-{workers}-")
-    os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
-    os.environ["POSREF_RELEASE_DIR"] = str(cli.course_dir() / "release")
-    cli.release("positions")
+    if assignment is None:
+        os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
+        os.environ["POSREF_RELEASE_DIR"] = str(cli.course_dir() / "release")
+    name = assignment or "positions"
+    cli.release(name)
     with tempfile.TemporaryDirectory() as tmp:
-        write_submissions(
-            cli.course_dir() / "release" / "positions" / "positions.ipynb", Path(tmp), ["correct"]
-        )
-        template = (Path(tmp) / "correct").rename(Path(tmp) / "student00")
-        for i in range(1, students):
-            target = Path(tmp) / f"student{i:02d}"
-            target.mkdir()
-            for f in template.iterdir():
-                (target / f.name).write_bytes(f.read_bytes())
-        cli.import_submissions(Path(tmp), "positions")
+        _submissions(assignment, Path(tmp))
+        for i in range(students):
+            shutil.copytree(Path(tmp) / "template", Path(tmp) / "students" / f"student{i:02d}")
+        cli.import_submissions(Path(tmp) / "students", name)
     start = time.perf_counter()
-    results = cli.autograde("positions", workers=workers)
+    results = cli.autograde(name, workers=workers)
     elapsed = time.perf_counter() - start
-    assert all(nb["score"] == nb["max_score"] for r in results for nb in r["notebooks"]), results
-    return elapsed
+    notebooks = len(results[0]["notebooks"])
+    short = [
+        (r["student"], nb["notebook"], nb["score"], nb["max_score"]) for r in results for nb in r["notebooks"]
+    ]
+    assert all(score == top for _, _, score, top in short), f"a correct submission lost points: {short}"
+    return elapsed, notebooks
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--students", type=int, default=4)
+    parser.add_argument("--assignment", help="a course assignment (solutions/<A>) instead of the demo")
     args = parser.parse_args()
-    one = run(args.students, 1)
-    two = run(args.students, 2)
-    print(f"{args.students} students x 1 notebook (demo assignment, sandboxed score of record):")
-    print(f"  1 worker : {one:6.1f} s total, {one / args.students:5.1f} s per student per notebook")
-    print(f"  2 workers: {two:6.1f} s total, {two / args.students:5.1f} s per student per notebook")
+    one, notebooks = run(args.students, 1, args.assignment)
+    two, _ = run(args.students, 2, args.assignment)
+    per = args.students * notebooks
+    print(
+        f"{args.students} students x {notebooks} notebook(s) of {args.assignment or 'the demo'}, score of record:"
+    )
+    print(f"  1 worker : {one:6.1f} s total, {one / per:5.1f} s per student per notebook")
+    print(f"  2 workers: {two:6.1f} s total, {two / per:5.1f} s per student per notebook")
     print(f"  speedup with 2 workers: {one / two:.2f}x")
 
 

@@ -228,7 +228,8 @@ def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:
     """Release the demo assignment, submit the example submissions, autograde, feedback, export, print."""
     from autograder.demo.build import write_submissions
 
-    os.environ.setdefault("POSREF_COURSE_DIR", tempfile.mkdtemp(prefix="posref-demo-"))
+    if "POSREF_COURSE_DIR" not in os.environ:
+        os.environ["POSREF_COURSE_DIR"] = tempfile.mkdtemp(prefix="posref-demo-")
     os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
     os.environ["POSREF_RELEASE_DIR"] = str(course_dir() / "release")
     release("positions")

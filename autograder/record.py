@@ -104,7 +104,7 @@ class _Children:
         command, cwd, python_path = self.sandbox.python_command(self.scratch)
         return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
                      preexec_fn=self.sandbox.set_limits, cell_timeout=self.timeout, call_timeout=self.timeout,
-                     log_path=str(self.scratch.parent / (self.scratch.name + ".log")))  # fmt: skip
+                     log_path=str(self.scratch.parent / "child.log"))  # fmt: skip
 
     def get(self) -> Child:
         if self.student is not None and self.student.alive:
@@ -194,8 +194,7 @@ def grade_notebook(
             record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
     finally:
         children.close()
-        shutil.rmtree(scratch, ignore_errors=True)
-        Path(str(scratch) + ".log").unlink(missing_ok=True)
+        shutil.rmtree(scratch.parent, ignore_errors=True)
     return record
 
 

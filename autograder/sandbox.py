@@ -19,6 +19,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +65,10 @@ class Sandbox:
             self.uid = None
 
     def scratch(self, submission_dir: Path | None, base: Path) -> Path:
-        """A private writable copy of the submission folder (notebooks left out, links kept as links)."""
+        """A private writable copy of the submission folder (notebooks left out, links kept as links), as
+        ``<private dir>/work``; the private directory (root-only when root) also holds the child's log."""
         base.mkdir(parents=True, exist_ok=True)
-        work = Path(os.path.realpath(base)) / f"scratch-{os.getpid()}-{len(os.listdir(base))}"
+        work = Path(tempfile.mkdtemp(prefix="scratch-", dir=os.path.realpath(base))) / "work"
         if submission_dir is not None and submission_dir.is_dir():
             shutil.copytree(submission_dir, work, symlinks=True, ignore=shutil.ignore_patterns("*.ipynb"))
         else:

@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from posref.checkpoints import add_train_checkpoints
+
 
 def _run_inspect(args: argparse.Namespace) -> int:
     from posref.inspector import (
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="posref", description="Tools of the posref course package.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_inspect(subparsers)
+    add_train_checkpoints(subparsers)
     return parser
 
 
