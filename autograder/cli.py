@@ -165,10 +165,15 @@ def autograde(
 
     submitted = course_dir() / "submitted"
     students = students or sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
-    counter = multiprocessing.Value("i", 0)
+    # spawn, not fork: a forked worker inherits torch's OpenMP thread pool without its threads, and its first
+    # parallel torch call then waits forever (seen here when the caller had already run torch)
+    context = multiprocessing.get_context("spawn")
+    counter = context.Value("i", 0)
     results = []
     # one task per student: the same student is never graded by two workers at once
-    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(counter,)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_worker_init, initargs=(counter,)
+    ) as pool:
         futures = {pool.submit(grade_student, assignment, s, cell_timeout): s for s in students}
         for future in tqdm(
             as_completed(futures), total=len(futures), desc=f"autograde {assignment}", unit="student"

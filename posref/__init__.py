@@ -27,6 +27,7 @@ from posref.model import TinyDecoder, build_model
 from posref.positions import POSITION_METHODS, NoPE, PositionHandler, make_position_handler
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, layout_permutation, rope_cos_sin
+from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import SCALING_METHODS, dynamic_ntk_alpha, ntk_base, rope_frequencies, yarn_mscale
 from posref.tasks import (
     CharVocab,
@@ -63,10 +64,13 @@ __all__ = [
     "longrope_search",
     "make_position_handler",
     "ntk_base",
+    "p_rope_inv_freq",
+    "pair_norms",
     "permute_sequence",
     "rope_cos_sin",
     "rope_frequencies",
     "rope_from_config",
+    "rope_scores_by_distance",
     "scaled_dot_product_attention",
     "seed_factors",
     "sinusoidal_frequencies",

@@ -1,10 +1,10 @@
-"""Shared helpers for the notebook tests: paths, nbgrader runs, executing a notebook, autograding.
+"""What every notebook test needs, shared by tests/test_notebooks.py (01-05) and tests/test_notebooks_part2.py
+(06-08): paths, the environment for nbgrader and kernels, generating releases, executing a notebook, grading.
 
-One place for what every notebook test needs, so that each test file only lists its assignments: ``source`` and
-``release`` paths, ``regenerate`` (what nbgrader makes of a source today), ``execute`` (run a notebook top to bottom
-with nbclient in fast mode) and ``autograde`` (nbgrader's full round trip for a solution and an untouched
-release). Every subprocess and kernel gets this checkout's ``posref`` first on ``PYTHONPATH`` and a temporary
-course directory, never the user's.
+Each test file only lists its assignments and calls these. Every subprocess and kernel gets this checkout's
+``posref`` first on ``PYTHONPATH``, fast sizes (``POSREF_FAST=1``) and a temporary course folder, never the
+user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too;
+see ``pytest -s``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def release(name: str) -> Path:
 
 
 def notebook_env(course_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment for nbgrader and kernels: this checkout's posref first, fast sizes, the venv's tools on
-    PATH (nbgrader runs ``alembic`` to create a gradebook), the course data in ``course_dir``; plus ``extra``."""
+    """Environment for nbgrader and kernels: this checkout's posref first, fast sizes, the venv's tools on PATH
+    (nbgrader runs ``alembic`` to create a gradebook), the course data in ``course_dir``; plus ``extra``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -45,33 +45,50 @@ def notebook_env(course_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def nbgrader(*args: str, course_dir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` from the repository root with the course config; a failure raises with its output."""
+    """``nbgrader ARGS`` from the repository root with the course config; a failure raises with its output."""
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--JupyterApp.config_file={CONFIG}"]
     env = env if env is not None else notebook_env(course_dir)
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        raise AssertionError(
-            f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+        raise AssertionError(f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done
 
 
-def regenerate(name: str, tmp_path: Path) -> dict:
-    """What ``nbgrader generate_assignment`` makes of ``solutions/<name>`` now, as a JSON dict."""
-    out = tmp_path / "release"
-    nbgrader(
-        "generate_assignment",
-        name,
-        "--force",
-        f"--CourseDirectory.release_directory={out}",
-        course_dir=tmp_path,
+_GENERATE_ALL = """
+import sys
+from pathlib import Path
+from nbgrader.apps import NbGraderAPI
+from traitlets.config.loader import PyFileConfigLoader
+
+config_file, release_dir, *names = sys.argv[1:]
+config = PyFileConfigLoader(Path(config_file).name, path=str(Path(config_file).parent)).load_config()
+config.CourseDirectory.release_directory = release_dir
+api = NbGraderAPI(config=config)
+for name in names:
+    result = api.generate_assignment(name, force=True)
+    if not result["success"]:
+        sys.exit("generate_assignment " + name + " failed:\\n" + result["error"] + "\\n" + result["log"])
+"""
+
+
+def generate_releases(course_dir: Path, names: list[str]) -> Path:
+    """Generate every assignment in ``names`` from ``solutions/`` into ``<course_dir>/release`` with nbgrader, in
+    one process (nbgrader takes seconds to start); returns that folder."""
+    out = course_dir / "release"
+    cmd = [sys.executable, "-c", _GENERATE_ALL, str(CONFIG), str(out), *names]
+    done = subprocess.run(
+        cmd, cwd=REPO, env=notebook_env(course_dir), capture_output=True, text=True, timeout=900
     )
-    return json.loads((out / name / f"{name}.ipynb").read_text())
+    assert done.returncode == 0, (
+        f"nbgrader generate_assignment failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+    return out
 
 
-def assert_in_sync(name: str, tmp_path: Path) -> None:
-    """The committed release equals a fresh one, cell by cell (the first differing cell is named)."""
-    fresh, committed = regenerate(name, tmp_path), json.loads(release(name).read_text())
+def assert_in_sync(name: str, release_dir: Path) -> None:
+    """The committed ``notebooks/`` copy equals what nbgrader made of ``solutions/`` (first differing cell named)."""
+    fresh = json.loads((release_dir / name / f"{name}.ipynb").read_text())
+    committed = json.loads(release(name).read_text())
     assert len(fresh["cells"]) == len(committed["cells"]), f"{name}: regenerate notebooks/ with nbgrader"
     for i, (a, b) in enumerate(zip(fresh["cells"], committed["cells"], strict=True)):
         assert a == b, (
@@ -90,8 +107,14 @@ def assert_no_outputs(path: Path) -> None:
             )
 
 
+def assert_release_hides_solutions(name: str, extra_markers: tuple[str, ...] = ()) -> None:
+    text = release(name).read_text()
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True", *extra_markers):
+        assert marker not in text, f"{name}: the release still contains {marker!r}"
+    assert "raise NotImplementedError()" in text
+
+
 def report_time(label: str, seconds: float) -> None:
-    """Print a run time (see ``pytest -s``) and append it to ``$POSREF_NOTEBOOK_TIMES`` when that is set."""
     line = f"{label}: {seconds:.1f} s"
     print(line)
     if os.environ.get("POSREF_NOTEBOOK_TIMES"):
@@ -99,54 +122,73 @@ def report_time(label: str, seconds: float) -> None:
             f.write(line + "\n")
 
 
-def execute(path: Path, env: dict[str, str], workdir: Path, *, timeout: int = 600) -> float:
-    """Run every cell of the notebook at ``path`` in a fresh kernel with ``env``; returns the seconds it took.
+def run_solution(name: str, tmp_path: Path, monkeypatch, *, timeout: int = 300, **extra_env: str) -> float:
+    """Run every cell of the solution notebook in a fresh kernel (fast mode), report and return the seconds."""
+    for key, value in notebook_env(tmp_path, **extra_env).items():
+        monkeypatch.setenv(key, value)  # the kernel inherits this process's environment
+    nb = nbformat.read(source(name), as_version=4)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    report_time(f"{name} (solution, POSREF_FAST=1, nbclient)", seconds)
+    return seconds
 
-    The kernel inherits the environment of this process, so ``env`` is applied here and restored afterwards.
+
+def sandbox_problem() -> str | None:
+    from autograder.sandbox import Sandbox
+
+    return Sandbox().problem
+
+
+def assert_round_trip(name: str, course: Path, monkeypatch, *, clean: bool = False) -> None:
+    """The solution earns every autograded point and the untouched release earns 0, in nbgrader's gradebook.
+
+    Graded the way the course grades: ``python -m autograder autograde`` (nbgrader's autograde, then the score
+    of record: answer cells run in a sandboxed child, the checkers in hidden mode in the grader). Where the
+    sandbox cannot start, plain ``nbgrader autograde`` (checkers in the notebook's kernel) is used instead.
+    ``clean``: also require that every cell of the solution ran without error in the sandbox.
     """
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
-        )
-        start = time.perf_counter()
-        client.execute()
-        return time.perf_counter() - start
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def autograde(name: str, tmp_path: Path, **extra_env: str) -> dict[str, tuple[float, float]]:
-    """Autograde the solution and the untouched release as two students -> ``{student: (score, max_score)}``
-    of the autograded code cells."""
     from nbgrader.api import Gradebook
 
-    course = tmp_path / "course"
-    env = notebook_env(course, **extra_env)
-    nbgrader(
-        "generate_assignment",
-        name,
-        "--force",
-        f"--CourseDirectory.release_directory={tmp_path / 'rel'}",
-        course_dir=course,
-        env=env,
-    )
-    for student, nb in (("solution", source(name)), ("release", release(name))):
+    submissions = {"solution": source(name), "release": release(name)}
+    for student, nb in submissions.items():
         target = course / "submitted" / student / name
-        target.mkdir(parents=True)
+        target.mkdir(parents=True, exist_ok=True)
         shutil.copy(nb, target / nb.name)
     start = time.perf_counter()
-    nbgrader("autograde", name, "--create", "--force", course_dir=course, env=env)
-    report_time(f"{name} (autograde of a solution and a release)", time.perf_counter() - start)
+    problem = sandbox_problem()
+    # as the grader's sandbox does: POSREF_GRADING=1, so notebooks train nothing
+    for key, value in notebook_env(course, POSREF_GRADING="1").items():
+        monkeypatch.setenv(key, value)
+    if problem is None:
+        from autograder import cli
+
+        results = {r["student"]: r for r in cli.autograde(name, workers=2, students=list(submissions))}
+        for student, result in results.items():
+            assert "error" not in result, f"{name}, {student}: the grader failed: {result['error']}"
+            (record,) = result["notebooks"]
+            assert record["status"] == "graded", f"{name}, {student}: {record}"
+        solved, untouched = results["solution"]["notebooks"][0], results["release"]["notebooks"][0]
+        messages = "\n".join(c["message"] for c in solved["cells"] if c["message"])
+        assert solved["max_score"] > 0 and solved["score"] == solved["max_score"], f"{name}: {messages}"
+        assert untouched["score"] == 0, f"{name}: the untouched release scored {untouched['score']}"
+        if clean:
+            assert solved["problems"] == [], f"{name}: cells failed in the sandbox: {solved['problems']}"
+        how = "score of record"
+    else:
+        nbgrader("autograde", name, "--create", "--force", course_dir=course, env=dict(os.environ))
+        how = f"plain nbgrader autograde; sandbox unavailable: {problem}"
+    report_time(f"{name} (autograde of both submissions, {how})", time.perf_counter() - start)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "posref") as gb:
-        return {
-            student: (
-                gb.find_submission(name, student).code_score,
-                gb.find_submission(name, student).max_code_score,
-            )
-            for student in ("solution", "release")
-        }
+        solved = gb.find_submission(name, "solution")
+        untouched = gb.find_submission(name, "release")
+        assert solved.max_code_score > 0
+        assert solved.code_score == solved.max_code_score, (
+            f"{name}: the solution scored {solved.code_score} of {solved.max_code_score} autograded points"
+        )
+        assert untouched.code_score == 0, (
+            f"{name}: the untouched release scored {untouched.code_score} points"
+        )

@@ -28,6 +28,7 @@ from posref.grading.rope import (
     check_rope_cos_sin,
     check_rope_scores,
 )
+from posref.grading.rope_analysis import check_p_rope, check_pair_norms, check_score_by_distance
 from posref.grading.scaling import (
     check_frequencies,
     check_rope_frequencies_linear,
@@ -50,6 +51,8 @@ __all__ = [
     "check_causal_mean",
     "check_equivariance_error",
     "check_frequencies",
+    "check_p_rope",
+    "check_pair_norms",
     "check_per_position_loss",
     "check_rope_cos_sin",
     "check_rope_frequencies_linear",
@@ -57,6 +60,7 @@ __all__ = [
     "check_rope_frequencies_ntk",
     "check_rope_frequencies_yarn",
     "check_rope_scores",
+    "check_score_by_distance",
     "check_shift_matrix",
     "check_sinusoidal_pe",
     "check_t5_bucket",

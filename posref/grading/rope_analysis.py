@@ -1,0 +1,168 @@
+"""Checkers for notebook 05 (rope_analysis): score against distance, per-pair norms, p-RoPE (arXiv 2410.06205)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from posref.grading.cases import Draw
+from posref.grading.report import Case, first_difference
+from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
+from posref.scaling import default_inv_freq
+
+
+def _score_reference(q, k, inv_freq, distances):
+    return rope_scores_by_distance(q, k, inv_freq, distances, layout="half")
+
+
+def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(q, k, inv_freq, distances)`` -> ``(..., L)`` equals ``posref.rope_scores_by_distance`` (half layout).
+
+    Distances reach 10^5 in hidden cases, so the angles must be formed in float64 as the exercise asks.
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(2, 24)):
+        d = draw.even(2, 64) if hidden else (4, 8)[i]
+        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 2))) if hidden else ((), (2,))[i]
+        dtype = draw.choice((torch.float32, torch.float32, torch.float64)) if hidden else torch.float32
+        q, k = draw.randn(*lead, d, dtype=dtype), draw.randn(*lead, d, dtype=dtype)
+        base = draw.choice((10000.0, 500000.0, 10.0)) if hidden else 10000.0
+        inv_freq = default_inv_freq(d, base, device=draw.device)
+        if hidden:
+            span = draw.choice((20, 1000, 100_000))
+            distances = torch.tensor(
+                [draw.int(-span, span) for _ in range(draw.int(1, 40))], device=draw.device
+            )
+        else:
+            distances = torch.arange(0, 6, device=draw.device)
+        # scores are sums of d terms of size |q||k|/d: scale the tolerance with the sum of |q_j k_j|
+        atol = 1e-5 * float((q.abs() * k.abs()).sum(-1).max()) + 1e-6
+        cases.append(Case((q, k, inv_freq, distances), atol=atol, rtol=1e-5, label=f"head dim {d}"))
+
+    def interleaved(q, k, inv_freq, distances):
+        return rope_scores_by_distance(q, k, inv_freq, distances, layout="interleaved")
+
+    def mirrored(q, k, inv_freq, distances):
+        return rope_scores_by_distance(q, k, inv_freq, -distances)
+
+    def cos_only(q, k, inv_freq, distances):
+        r = inv_freq.shape[0]
+        a = q[..., :r] * k[..., :r] + q[..., r:] * k[..., r:]
+        return (
+            (a.double()[..., None, :] * (distances.double()[:, None] * inv_freq.double()).cos())
+            .sum(-1)
+            .to(q.dtype)
+        )
+
+    def float32_angles(q, k, inv_freq, distances):
+        r = inv_freq.shape[0]
+        qa, qb, ka, kb = q[..., :r], q[..., r:], k[..., :r], k[..., r:]
+        angles = distances.float()[:, None] * inv_freq.float()
+        a, b = (qa * ka + qb * kb)[..., None, :], (qb * ka - qa * kb)[..., None, :]
+        return (a * angles.cos() - b * angles.sin()).sum(-1).to(q.dtype)
+
+    mistakes = {
+        "wrong pairing layout: this exercise uses the half layout, pair i = dims (i, i + D/2)": interleaved,
+        "the sign of the sine term is flipped: s(d) = sum A_i cos(d w_i) - B_i sin(d w_i) with the query d positions "
+        "AFTER the key (B_i = q_b k_a - q_a k_b)": mirrored,
+        "the sine term is missing: the cross products B_i = q_b k_a - q_a k_b matter too": cos_only,
+        "the angles d * w_i were formed in float32: at distances of 10^4 and more they are off by whole radians; "
+        "convert distances and inv_freq to float64 first": float32_angles,
+    }
+    first_difference(
+        "score_by_distance",
+        fn,
+        _score_reference,
+        cases,
+        mistakes=mistakes,
+        seed=draw.seed if hidden else None,
+    )
+
+
+def _pair_norms_reference(x, layout="half"):
+    return pair_norms(x, layout=layout)
+
+
+def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(x, layout="half")`` -> ``(..., D/2)`` equals ``posref.pair_norms`` in both layouts."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(2, 20)):
+        layout = draw.choice(("half", "interleaved")) if hidden else ("half", "interleaved")[i]
+        d = draw.even(2, 64) if hidden else 6
+        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 3))) if hidden else (2,)
+        dtype = draw.choice((torch.float32, torch.float64)) if hidden else torch.float32
+        cases.append(Case((draw.randn(*lead, d, dtype=dtype),), {"layout": layout}, label=layout))
+
+    def other_layout(x, layout="half"):
+        return pair_norms(x, layout="interleaved" if layout == "half" else "half")
+
+    def squared(x, layout="half"):
+        return pair_norms(x, layout=layout) ** 2
+
+    mistakes = {
+        "wrong pairing layout: 'half' pairs dims (i, i + D/2), 'interleaved' pairs dims (2i, 2i + 1)": other_layout,
+        "these are squared lengths a^2 + b^2: take the square root": squared,
+    }
+    first_difference(
+        "pair_norms", fn, _pair_norms_reference, cases, mistakes=mistakes, seed=draw.seed if hidden else None
+    )
+
+
+def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(inv_freq, p)`` -> ``(r,)`` equals ``posref.p_rope_inv_freq``: the ``floor(p r)`` highest kept, rest 0.
+
+    Hidden cases include shuffled frequencies (rank by value, not index) and fractions where ``p r`` is not an
+    integer (floor, not round).
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 24)):
+        d = draw.even(4, 128) if hidden else 16
+        inv_freq = default_inv_freq(
+            d, draw.choice((10000.0, 500000.0)) if hidden else 10000.0, device=draw.device
+        )
+        if hidden and draw.int(0, 1):
+            inv_freq = inv_freq[draw.permutation(inv_freq.shape[0])]
+        p = (
+            draw.choice((0.0, 0.25, 0.5, 0.75, 1.0, round(draw.uniform(0, 1), 3)))
+            if hidden
+            else (0.25, 0.5, 1.0)[i]
+        )
+        cases.append(Case((inv_freq, p), label=f"{inv_freq.shape[0]} frequencies, p = {p}"))
+
+    def keep_lowest(inv_freq, p):
+        out = inv_freq.clone()
+        out[torch.argsort(inv_freq, descending=False)[math.floor(p * inv_freq.shape[0]) :]] = 0
+        return out
+
+    def zero_highest(inv_freq, p):
+        out = inv_freq.clone()
+        out[
+            torch.argsort(inv_freq, descending=True)[: inv_freq.shape[0] - math.floor(p * inv_freq.shape[0])]
+        ] = 0
+        return out
+
+    def by_index(inv_freq, p):
+        out = inv_freq.clone()
+        out[math.floor(p * inv_freq.shape[0]) :] = 0
+        return out
+
+    def rounded(inv_freq, p):
+        r = inv_freq.shape[0]
+        return p_rope_inv_freq(inv_freq, min(1.0, round(p * r) / r))
+
+    mistakes = {
+        "the lowest frequencies were kept: p-RoPE keeps the HIGHEST (fastest) fraction p and zeroes the slowest": (
+            keep_lowest
+        ),
+        "the highest frequencies were zeroed: p-RoPE zeroes the LOWEST (slowest) 1 - p": zero_highest,
+        "entries were chosen by index: rank them by value (inv_freq may not be sorted)": by_index,
+        "keep floor(p * r) frequencies, not round(p * r)": rounded,
+    }
+    first_difference(
+        "p_rope", fn, p_rope_inv_freq, cases, mistakes=mistakes, seed=draw.seed if hidden else None
+    )
