@@ -1,7 +1,6 @@
-"""What every notebook test needs, shared by tests/test_notebooks.py (01-05) and tests/test_notebooks_part2.py
-(06-08): paths, the environment for nbgrader and kernels, generating releases, executing a notebook, grading.
-
-Each test file only lists its assignments and calls these. Every subprocess and kernel gets this checkout's
+"""What the notebook tests (tests/test_notebooks.py) need: paths, the environment for nbgrader and kernels,
+generating releases, executing a notebook, grading.
+ Every subprocess and kernel gets this checkout's
 ``posref`` first on ``PYTHONPATH``, fast sizes (``POSREF_FAST=1``) and a temporary course folder, never the
 user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too;
 see ``pytest -s``).
