@@ -1,8 +1,8 @@
 """What the notebook tests (tests/test_notebooks.py) need: paths, the environment for nbgrader and kernels,
 generating releases, executing a notebook, grading.
- Every subprocess and kernel gets this checkout's
-``posref`` first on ``PYTHONPATH``, fast sizes (``POSREF_FAST=1``) and a temporary course folder, never the
-user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too;
+
+Every subprocess and kernel gets this checkout's ``posref`` first on ``PYTHONPATH``, fast sizes
+(``POSREF_FAST=1``) and a temporary course folder, never the user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too;
 see ``pytest -s``).
 """
 
