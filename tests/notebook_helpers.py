@@ -2,8 +2,8 @@
 generating releases, executing a notebook, grading.
 
 Every subprocess and kernel gets this checkout's ``posref`` first on ``PYTHONPATH``, fast sizes
-(``POSREF_FAST=1``) and a temporary course folder, never the user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too;
-see ``pytest -s``).
+(``POSREF_FAST=1``) and a temporary course folder, never the user's. Set ``POSREF_NOTEBOOK_TIMES`` to a file
+path to have the run times appended there (they are printed too; see ``pytest -s``).
 """
 
 from __future__ import annotations
