@@ -124,13 +124,14 @@ class Sandbox:
         )
         bwrap = [
             "bwrap", *namespaces, "--die-with-parent", "--new-session",
+            # the private /tmp first: mounted after the binds it would hide a Python environment under /tmp
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(self.limits.tmp_size), "--tmpfs", "/tmp",
+            "--size", str(self.limits.tmp_size), "--tmpfs", "/dev/shm",
             *binds,
             "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", POSREF_IN_SANDBOX,
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
             "--ro-bind", str(REPO / "data"), f"{POSREF_IN_SANDBOX}/data",  # corpus and checkpoints (06-08)
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", str(self.limits.tmp_size), "--tmpfs", "/tmp",
-            "--size", str(self.limits.tmp_size), "--tmpfs", "/dev/shm",
             "--bind", str(work), "/scratch", "--chdir", "/scratch",
             "--", *drop, python, "-I",
         ]  # fmt: skip
