@@ -15,8 +15,11 @@ import torch
 def _half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     r = cos.shape[-1]
     xf = x.float()
-    x1, x2, rest = xf[..., :r], xf[..., r : 2 * r], xf[..., 2 * r :]
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest), dim=-1).to(x.dtype)
+    x1, x2 = xf[..., :r], xf[..., r : 2 * r]
+    parts = [x1 * cos - x2 * sin, x2 * cos + x1 * sin]
+    if 2 * r < x.shape[-1]:  # partial rotary: the rest passes through (no empty piece when all dims rotate)
+        parts.append(xf[..., 2 * r :])
+    return torch.cat(parts, dim=-1).to(x.dtype)
 
 
 def _interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -25,7 +28,9 @@ def _interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     pairs = xf[..., : 2 * r].unflatten(-1, (r, 2))  # (..., T, r, 2)
     a, b = pairs[..., 0], pairs[..., 1]
     rotated = torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).flatten(-2)
-    return torch.cat((rotated, xf[..., 2 * r :]), dim=-1).to(x.dtype)
+    if 2 * r < x.shape[-1]:  # partial rotary: the rest passes through
+        rotated = torch.cat((rotated, xf[..., 2 * r :]), dim=-1)
+    return rotated.to(x.dtype)
 
 
 @functools.cache
