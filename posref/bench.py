@@ -22,15 +22,11 @@ from collections.abc import Callable
 
 import torch
 
+from posref.grading.timing import synchronize
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def interleaved_times(
@@ -40,14 +36,14 @@ def interleaved_times(
     for fn in contenders.values():
         for _ in range(warmup):
             fn()
-    _sync(device)
+    synchronize(device)
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
-            _sync(device)
+            synchronize(device)
             start = time.perf_counter()
             fn()
-            _sync(device)
+            synchronize(device)
             times[name].append(time.perf_counter() - start)
     return times
 

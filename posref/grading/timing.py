@@ -29,7 +29,8 @@ def single_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _sync(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so a clock reading covers it."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -37,12 +38,12 @@ def _sync(device: torch.device) -> None:
 def _run(
     fn: Callable[..., Any], pool: Sequence[tuple[tuple, dict]], reps: int, device: torch.device
 ) -> float:
-    _sync(device)
+    synchronize(device)
     start = _clock()
     for i in range(reps):
         args, kwargs = pool[i % len(pool)]
         fn(*args, **kwargs)
-    _sync(device)
+    synchronize(device)
     return _clock() - start
 
 
