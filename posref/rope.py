@@ -18,6 +18,8 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
+import importlib.util
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,7 +96,12 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
 
 
 def apply_rope(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half", fused: bool | None = None
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "half",
+    fused: bool | str | None = None,
 ) -> torch.Tensor:
     """Rotate the first ``2r`` dims of ``x`` in pairs; pass the other ``D - 2r`` dims through (partial rotary).
 
@@ -103,14 +110,33 @@ def apply_rope(
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
             for per-sequence positions), from ``rope_cos_sin``.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
-        fused: run one compiled pass (``torch.compile``; see ``posref.rope_fused``) instead of the readable eager
-            kernels. ``None`` (default) fuses on CUDA and stays eager elsewhere (compiling costs seconds per shape).
+        fused: run one fused pass instead of the readable eager kernels: ``"triton"`` (a hand-written kernel,
+            CUDA only; ``posref.rope_triton``), ``"compile"`` (``torch.compile``; ``posref.rope_fused``), ``True``
+            (the best of those for ``x``'s device), ``False`` (eager). ``None`` (default): on CUDA the Triton
+            kernel when Triton is installed, else ``torch.compile``; eager elsewhere (compiling costs seconds).
     Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
     rounded once.
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
-    if fused or (fused is None and x.is_cuda):
+    backend = _rope_backend(x, cos, sin, fused)
+    if backend == "triton":
+        from posref.rope_triton import apply_rope_triton
+
+        if fused == "triton":
+            return apply_rope_triton(x, cos, sin, layout=layout)
+        try:
+            return apply_rope_triton(x, cos, sin, layout=layout)
+        except Exception as error:  # a Triton/driver mismatch must cost speed, not the student's notebook
+            _TRITON_FAILED.add((x.device.type, x.dtype))
+            warnings.warn(
+                f"posref's Triton RoPE kernel failed ({type(error).__name__}: {error}); using torch.compile "
+                f"for {x.dtype} from now on",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            backend = "compile"
+    if backend == "compile":
         from posref.rope_fused import apply_rope_fused
 
         return apply_rope_fused(x, cos, sin, layout=layout)
@@ -119,6 +145,30 @@ def apply_rope(
     if layout == "interleaved":
         return _apply_interleaved(x, cos, sin, r, compute)
     return _apply_half(x, cos, sin, r, compute)
+
+
+FUSED_BACKENDS = ("triton", "compile")
+_TRITON_FAILED: set[tuple[str, torch.dtype]] = set()
+
+
+def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: bool | str | None) -> str:
+    """``"eager"``, ``"triton"`` or ``"compile"`` for these inputs and the ``fused`` argument of ``apply_rope``."""
+    if isinstance(fused, str):
+        check_choice("fused", fused, FUSED_BACKENDS)
+        return fused
+    if fused is not None and not isinstance(fused, bool):
+        raise TypeError(f"fused must be None, a bool or one of {FUSED_BACKENDS}, got {fused!r}")
+    if fused is False or (fused is None and not x.is_cuda):
+        return "eager"
+    if not x.is_cuda:
+        return "compile"
+    triton_ok = (
+        importlib.util.find_spec("triton") is not None
+        and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        and not (torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad))
+        and (x.device.type, x.dtype) not in _TRITON_FAILED
+    )
+    return "triton" if triton_ok else "compile"
 
 
 def _apply_half(

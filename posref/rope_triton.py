@@ -1,0 +1,170 @@
+"""One-pass RoPE as a hand-written Triton kernel (the default on CUDA; the same arithmetic as ``apply_rope``).
+
+Each program rotates a ``(BLOCK_T, r)`` tile of one ``(batch, head)``: it reads each element of ``x`` once,
+reads the tile's ``cos``/``sin`` (shared by every head, so mostly from cache), computes in float32 and writes
+the output once in ``x``'s dtype. Bytes moved are those of a copy of ``x`` plus the small tables, so the kernel
+is bound by memory bandwidth (measured against a device copy by ``python -m posref.bench --device cuda``).
+
+* half layout: pair ``i`` is ``(i, i + r)``, two contiguous loads;
+* interleaved: pair ``i`` is ``(2i, 2i + 1)``: one contiguous load of ``2r`` values split into even and odd
+  lanes (``tl.split``), joined back after the rotation, so loads and stores stay contiguous;
+* dims ``2r .. D`` (partial rotary) are copied through in the same pass.
+
+The backward of a rotation by ``theta`` is the rotation by ``-theta``: the same kernel with ``sin`` negated.
+Inputs are validated by ``posref.rope.apply_rope`` before they reach here. With ``TRITON_INTERPRET=1`` set
+before this module is imported, Triton's interpreter runs the kernel on CPU tensors (how CI tests it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@triton.jit
+def _rope_kernel(
+    x_ptr,
+    cos_ptr,
+    sin_ptr,
+    out_ptr,
+    H,
+    T,
+    R,
+    D,
+    n_tblocks,
+    sxb,
+    sxh,
+    sxt,
+    sxd,
+    scb,
+    sch,
+    sct,
+    scr,
+    ssb,
+    ssh,
+    sst,
+    ssr,
+    INTERLEAVED: tl.constexpr,
+    INVERSE: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_P: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    bh = pid // n_tblocks
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    t = ((pid % n_tblocks) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
+    i = tl.arange(0, BLOCK_R)
+    t_ok = t < T
+    mask = t_ok[:, None] & (i < R)[None, :]
+
+    c = tl.load(cos_ptr + b * scb + h * sch + t[:, None] * sct + i[None, :] * scr, mask=mask, other=0.0)
+    s = tl.load(sin_ptr + b * ssb + h * ssh + t[:, None] * sst + i[None, :] * ssr, mask=mask, other=0.0)
+    c = c.to(tl.float32)
+    s = s.to(tl.float32)
+    if INVERSE:
+        s = -s
+
+    x_row = x_ptr + b * sxb + h * sxh + t[:, None] * sxt  # (BLOCK_T, 1) pointers
+    out_row = out_ptr + ((b * H + h) * T + t[:, None]) * D  # the output is contiguous
+    if INTERLEAVED:
+        j = tl.arange(0, 2 * BLOCK_R)
+        pair_mask = t_ok[:, None] & (j < 2 * R)[None, :]
+        xx = tl.load(x_row + j[None, :] * sxd, mask=pair_mask, other=0.0).to(tl.float32)
+        a, bb = tl.split(tl.reshape(xx, (BLOCK_T, BLOCK_R, 2)))
+        ya = a * c - bb * s
+        yb = bb * c + a * s
+        y = tl.reshape(tl.join(ya, yb), (BLOCK_T, 2 * BLOCK_R))
+        tl.store(out_row + j[None, :], y.to(out_ptr.dtype.element_ty), mask=pair_mask)
+    else:
+        a = tl.load(x_row + i[None, :] * sxd, mask=mask, other=0.0).to(tl.float32)
+        bb = tl.load(x_row + (i[None, :] + R) * sxd, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_row + i[None, :], (a * c - bb * s).to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(out_row + i[None, :] + R, (bb * c + a * s).to(out_ptr.dtype.element_ty), mask=mask)
+    if BLOCK_P > 0:  # partial rotary: dims 2R .. D pass through unchanged
+        p = 2 * R + tl.arange(0, BLOCK_P)
+        pass_mask = t_ok[:, None] & (p < D)[None, :]
+        v = tl.load(x_row + p[None, :] * sxd, mask=pass_mask, other=0.0)
+        tl.store(out_row + p[None, :], v, mask=pass_mask)
+
+
+def _as_4d(t: torch.Tensor) -> torch.Tensor:
+    """``(..., T, last)`` -> ``(B, H, T, last)``: a view up to 4 dims; more leading dims are flattened."""
+    if t.ndim <= 4:
+        return t.reshape((1,) * (4 - t.ndim) + tuple(t.shape))
+    return t.reshape(-1, *t.shape[-3:])
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool, inverse: bool) -> torch.Tensor:
+    r = cos.shape[-1]
+    x4 = _as_4d(x)
+    cos4 = _as_4d(cos.expand(*x.shape[:-1], r))
+    sin4 = _as_4d(sin.expand(*x.shape[:-1], r))
+    batch, heads, seq, dim = x4.shape
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if out.numel() == 0:
+        return out
+    block_r = triton.next_power_of_2(max(r, 1))
+    block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
+    block_p = triton.next_power_of_2(dim - 2 * r) if dim > 2 * r else 0
+    n_tblocks = triton.cdiv(seq, block_t)
+    _rope_kernel[(batch * heads * n_tblocks,)](
+        x4,
+        cos4,
+        sin4,
+        out,
+        heads,
+        seq,
+        r,
+        dim,
+        n_tblocks,
+        *x4.stride(),
+        *cos4.stride(),
+        *sin4.stride(),
+        INTERLEAVED=interleaved,
+        INVERSE=inverse,
+        BLOCK_T=block_t,
+        BLOCK_R=block_r,
+        BLOCK_P=block_p,
+    )
+    return out
+
+
+class _RotateFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, cos, sin, interleaved):  # noqa: ANN001, ANN205 (autograd's signature)
+        ctx.save_for_backward(cos, sin)
+        ctx.interleaved = interleaved
+        return _rotate(x, cos, sin, interleaved, inverse=False)
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001, ANN205
+        cos, sin = ctx.saved_tensors
+        return _rotate(grad, cos, sin, ctx.interleaved, inverse=True), None, None, None
+
+
+def apply_rope_triton(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
+) -> torch.Tensor:
+    """Triton ``apply_rope``: ``x`` ``(..., T, D)`` float32/float16/bfloat16 on CUDA, ``cos``/``sin`` ``(T, r)``
+    or with as many dims as ``x`` -> a new ``(..., T, D)`` tensor in ``x.dtype`` (rotated in float32).
+
+    Differentiable in ``x`` (not in ``cos``/``sin``: ``apply_rope`` keeps those on the eager path).
+    """
+    if x.dtype not in DTYPES:
+        raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
+    if not (x.is_cuda or INTERPRETED):
+        raise ValueError(
+            f"the Triton RoPE kernel needs CUDA tensors, x is on {x.device} "
+            "(set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
+        )
+    if cos.requires_grad or sin.requires_grad:
+        raise ValueError("the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)")
+    return _RotateFunction.apply(x, cos, sin, layout == "interleaved")
