@@ -223,8 +223,9 @@ class RotaryEmbedding(nn.Module):
     """RoPE with a cos/sin cache, explicit positions or a KV-cache offset, and length-dependent scaling.
 
     ``forward(q, k, positions=None, offset=0)`` rotates ``(..., T, D)`` queries and keys; positions default to
-    ``offset .. offset + T - 1`` (the new tokens after ``offset`` cached ones). ``positions`` may be ``(T,)`` or
-    ``(B, T)`` (one row per sequence, for ``(B, H, T, D)`` inputs).
+    ``offset .. offset + T - 1`` (the new tokens after ``offset`` cached ones), read as a slice of the cache
+    without waiting for the device. ``positions`` may be ``(T,)`` or ``(B, T)`` (one row per sequence, for
+    ``(B, H, T, D)`` inputs); explicit positions cost one device sync (their largest value sizes the cache).
 
     The cache holds ``cos * attention_factor`` and ``sin * attention_factor`` for positions ``0 .. n - 1``; it grows
     (doubling) when a later position arrives, and is rebuilt when the frequencies change. For the
@@ -331,13 +332,17 @@ class RotaryEmbedding(nn.Module):
         check_same_device(positions=positions, inv_freq=self.inv_freq)
         if positions.numel() == 0:
             raise ValueError("positions is empty")
-        if int(positions.min()) < 0:
-            raise ValueError(f"positions must be >= 0, got {int(positions.min())}")
-        needed = int(positions.max()) + 1
+        low, high = torch.aminmax(positions)  # one device sync: the cache must cover max(positions)
+        if int(low) < 0:
+            raise ValueError(f"positions must be >= 0, got {int(low)}")
+        self._ensure_cached(int(high) + 1)
+        return self._cos[positions], self._sin[positions]
+
+    def _ensure_cached(self, needed: int) -> None:
+        """Frequencies for length ``needed`` (length-dependent methods) and a cache covering ``0 .. needed - 1``."""
         self._update_frequencies(needed)
         if needed > self.cached_len:
             self._build_cache(max(needed, 2 * self.cached_len, self._initial_cache_len))
-        return self._cos[positions], self._sin[positions]
 
     def forward(
         self,
@@ -372,8 +377,10 @@ class RotaryEmbedding(nn.Module):
         if positions is None:
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise ValueError(f"offset must be an int >= 0, got {offset!r}")
-            positions = torch.arange(offset, offset + seq, device=self.inv_freq.device)
-        elif offset:
+            # contiguous positions: a slice of the cache, known on the host (no device sync, no gather)
+            self._ensure_cached(offset + seq)
+            return self._cos[offset : offset + seq], self._sin[offset : offset + seq]
+        if offset:
             raise ValueError("pass either positions or offset, not both")
         if positions.shape[-1] != seq or positions.ndim not in (1, 2):
             raise ValueError(

@@ -179,3 +179,21 @@ def test_cuda_module_matches_cpu(name):
     out = gpu.rotate(x.cuda())
     assert out.device.type == "cuda"
     assert_close(out.cpu(), expected, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_decoding_with_an_offset_never_waits_for_the_device():
+    """KV-cache decoding (one token at ``offset``) reads a slice of the cache: no host-device sync per call."""
+    rope = RotaryEmbedding(HEAD_DIM).cuda()
+    q = torch.randn(1, 4, 1, HEAD_DIM, device="cuda")
+    rope(q, q, offset=0)  # build the cache (and compile the kernel) outside the checked region
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for offset in range(1, 50):
+            rope(q, q, offset=offset)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    expected = apply_rope(q.cpu(), *rope_cos_sin(torch.tensor([49]), rope.inv_freq.cpu()))
+    assert_close(rope.rotate(q, offset=49).cpu(), expected, atol=1e-5)
