@@ -18,6 +18,7 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import warnings
 from collections.abc import Callable, Mapping
@@ -151,6 +152,11 @@ FUSED_BACKENDS = ("triton", "compile")
 _TRITON_FAILED: set[tuple[str, torch.dtype]] = set()
 
 
+@functools.cache
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
 def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: bool | str | None) -> str:
     """``"eager"``, ``"triton"`` or ``"compile"`` for these inputs and the ``fused`` argument of ``apply_rope``."""
     if isinstance(fused, str):
@@ -163,7 +169,7 @@ def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: 
     if not x.is_cuda:
         return "compile"
     triton_ok = (
-        importlib.util.find_spec("triton") is not None
+        _triton_installed()
         and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
         and not (torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad))
         and (x.device.type, x.dtype) not in _TRITON_FAILED
