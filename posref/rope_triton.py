@@ -102,7 +102,9 @@ def _as_4d(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, *t.shape[-3:])
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool, inverse: bool) -> torch.Tensor:
+def _rotate(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool, inverse: bool
+) -> torch.Tensor:
     r = cos.shape[-1]
     x4 = _as_4d(x)
     cos4 = _as_4d(cos.expand(*x.shape[:-1], r))
@@ -166,5 +168,7 @@ def apply_rope_triton(
             "(set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
         )
     if cos.requires_grad or sin.requires_grad:
-        raise ValueError("the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)")
+        raise ValueError(
+            "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
+        )
     return _RotateFunction.apply(x, cos, sin, layout == "interleaved")

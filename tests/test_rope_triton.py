@@ -96,7 +96,10 @@ def test_rotation_preserves_pair_norms(kernel):
     cos, sin = _tables(32, torch.arange(1000, 1033, device=device))
     out = module.apply_rope_triton(x, cos, sin, layout="half")
     assert_close(
-        out[..., :16] ** 2 + out[..., 16:] ** 2, x[..., :16] ** 2 + x[..., 16:] ** 2, atol=1e-4, what="pair norms"
+        out[..., :16] ** 2 + out[..., 16:] ** 2,
+        x[..., :16] ** 2 + x[..., 16:] ** 2,
+        atol=1e-4,
+        what="pair norms",
     )
     assert not torch.allclose(out, x, atol=1e-2), "positions 1000.. must rotate something"
 
