@@ -1,9 +1,10 @@
 """One-pass RoPE as a hand-written Triton kernel (the default on CUDA; the same arithmetic as ``apply_rope``).
 
-Each program rotates a ``(BLOCK_T, r)`` tile of one ``(batch, head)``: it reads each element of ``x`` once,
-reads the tile's ``cos``/``sin`` (shared by every head, so mostly from cache), computes in float32 and writes
-the output once in ``x``'s dtype. Bytes moved are those of a copy of ``x`` plus the small tables, so the kernel
-is bound by memory bandwidth (measured against a device copy by ``python -m posref.bench --device cuda``).
+Each program takes a block of ``BLOCK_T`` positions of one sequence, reads that tile of ``cos``/``sin`` once
+(they are shared by the heads) and rotates it for a group of heads in turn: each element of ``x`` is read once,
+rotated in float32 and written once in ``x``'s dtype. Bytes moved are those of a copy of ``x`` plus the small
+tables, so the kernel is bound by memory bandwidth (measured against a device copy by
+``python -m posref.bench --device cuda``).
 
 * half layout: pair ``i`` is ``(i, i + r)``, two contiguous loads;
 * interleaved: pair ``i`` is ``(2i, 2i + 1)``: one contiguous load of ``2r`` values split into even and odd
@@ -28,6 +29,13 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @triton.jit
+def _load_table(ptr, b, h, t, i, stride_b, stride_h, stride_t, stride_r, mask):
+    """A ``(BLOCK_T, BLOCK_R)`` tile of cos or sin, in float32."""
+    offsets = b * stride_b + h * stride_h + t[:, None] * stride_t + i[None, :] * stride_r
+    return tl.load(ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+
+
+@triton.jit
 def _rope_kernel(
     x_ptr,
     cos_ptr,
@@ -38,6 +46,8 @@ def _rope_kernel(
     R,
     D,
     n_tblocks,
+    n_hgroups,
+    heads_per_program,
     sxb,
     sxh,
     sxt,
@@ -52,47 +62,51 @@ def _rope_kernel(
     ssr,
     INTERLEAVED: tl.constexpr,
     INVERSE: tl.constexpr,
+    TABLES_PER_HEAD: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_R: tl.constexpr,
     BLOCK_P: tl.constexpr,
 ):
+    # program -> (batch b, group of heads, block of positions t); it loops over the heads of its group
     pid = tl.program_id(0)
-    bh = pid // n_tblocks
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
+    rest = pid // n_tblocks
+    b = (rest // n_hgroups).to(tl.int64)
+    h0 = ((rest % n_hgroups) * heads_per_program).to(tl.int64)
     t = ((pid % n_tblocks) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
     i = tl.arange(0, BLOCK_R)
     t_ok = t < T
     mask = t_ok[:, None] & (i < R)[None, :]
-
-    c = tl.load(cos_ptr + b * scb + h * sch + t[:, None] * sct + i[None, :] * scr, mask=mask, other=0.0)
-    s = tl.load(sin_ptr + b * ssb + h * ssh + t[:, None] * sst + i[None, :] * ssr, mask=mask, other=0.0)
-    c = c.to(tl.float32)
-    s = s.to(tl.float32)
-    if INVERSE:
-        s = -s
-
-    x_row = x_ptr + b * sxb + h * sxh + t[:, None] * sxt  # (BLOCK_T, 1) pointers
-    out_row = out_ptr + ((b * H + h) * T + t[:, None]) * D  # the output is contiguous
-    if INTERLEAVED:
-        j = tl.arange(0, 2 * BLOCK_R)
-        pair_mask = t_ok[:, None] & (j < 2 * R)[None, :]
-        xx = tl.load(x_row + j[None, :] * sxd, mask=pair_mask, other=0.0).to(tl.float32)
-        a, bb = tl.split(tl.reshape(xx, (BLOCK_T, BLOCK_R, 2)))
-        ya = a * c - bb * s
-        yb = bb * c + a * s
-        y = tl.reshape(tl.join(ya, yb), (BLOCK_T, 2 * BLOCK_R))
-        tl.store(out_row + j[None, :], y.to(out_ptr.dtype.element_ty), mask=pair_mask)
-    else:
-        a = tl.load(x_row + i[None, :] * sxd, mask=mask, other=0.0).to(tl.float32)
-        bb = tl.load(x_row + (i[None, :] + R) * sxd, mask=mask, other=0.0).to(tl.float32)
-        tl.store(out_row + i[None, :], (a * c - bb * s).to(out_ptr.dtype.element_ty), mask=mask)
-        tl.store(out_row + i[None, :] + R, (bb * c + a * s).to(out_ptr.dtype.element_ty), mask=mask)
-    if BLOCK_P > 0:  # partial rotary: dims 2R .. D pass through unchanged
-        p = 2 * R + tl.arange(0, BLOCK_P)
-        pass_mask = t_ok[:, None] & (p < D)[None, :]
-        v = tl.load(x_row + p[None, :] * sxd, mask=pass_mask, other=0.0)
-        tl.store(out_row + p[None, :], v, mask=pass_mask)
+    if not TABLES_PER_HEAD:  # cos/sin shared by the heads (the usual case): read the tile once
+        c = _load_table(cos_ptr, b, h0, t, i, scb, sch, sct, scr, mask)
+        s = _load_table(sin_ptr, b, h0, t, i, ssb, ssh, sst, ssr, mask)
+        if INVERSE:
+            s = -s
+    for k in range(0, heads_per_program):
+        h = h0 + k  # heads_per_program divides H: every h is a head
+        if TABLES_PER_HEAD:
+            c = _load_table(cos_ptr, b, h, t, i, scb, sch, sct, scr, mask)
+            s = _load_table(sin_ptr, b, h, t, i, ssb, ssh, sst, ssr, mask)
+            if INVERSE:
+                s = -s
+        x_row = x_ptr + b * sxb + h * sxh + t[:, None] * sxt  # (BLOCK_T, 1) pointers
+        out_row = out_ptr + ((b * H + h) * T + t[:, None]) * D  # the output is contiguous
+        if INTERLEAVED:
+            j = tl.arange(0, 2 * BLOCK_R)
+            pair_mask = t_ok[:, None] & (j < 2 * R)[None, :]
+            xx = tl.load(x_row + j[None, :] * sxd, mask=pair_mask, other=0.0).to(tl.float32)
+            a, bb = tl.split(tl.reshape(xx, (BLOCK_T, BLOCK_R, 2)))
+            y = tl.reshape(tl.join(a * c - bb * s, bb * c + a * s), (BLOCK_T, 2 * BLOCK_R))
+            tl.store(out_row + j[None, :], y.to(out_ptr.dtype.element_ty), mask=pair_mask)
+        else:
+            a = tl.load(x_row + i[None, :] * sxd, mask=mask, other=0.0).to(tl.float32)
+            bb = tl.load(x_row + (i[None, :] + R) * sxd, mask=mask, other=0.0).to(tl.float32)
+            tl.store(out_row + i[None, :], (a * c - bb * s).to(out_ptr.dtype.element_ty), mask=mask)
+            tl.store(out_row + i[None, :] + R, (bb * c + a * s).to(out_ptr.dtype.element_ty), mask=mask)
+        if BLOCK_P > 0:  # partial rotary: dims 2R .. D pass through unchanged
+            p = 2 * R + tl.arange(0, BLOCK_P)
+            pass_mask = t_ok[:, None] & (p < D)[None, :]
+            v = tl.load(x_row + p[None, :] * sxd, mask=pass_mask, other=0.0)
+            tl.store(out_row + p[None, :], v, mask=pass_mask)
 
 
 def _as_4d(t: torch.Tensor) -> torch.Tensor:
@@ -102,8 +116,16 @@ def _as_4d(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, *t.shape[-3:])
 
 
+MIN_PROGRAMS = 1024  # enough programs to fill an H100/H200 (132 SMs) several times over
+
+
 def _rotate(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool, inverse: bool
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    interleaved: bool,
+    inverse: bool,
+    heads_per_program: int | None = None,
 ) -> torch.Tensor:
     r = cos.shape[-1]
     x4 = _as_4d(x)
@@ -117,7 +139,18 @@ def _rotate(
     block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
     block_p = triton.next_power_of_2(dim - 2 * r) if dim > 2 * r else 0
     n_tblocks = triton.cdiv(seq, block_t)
-    _rope_kernel[(batch * heads * n_tblocks,)](
+    if heads_per_program is None:  # as many heads per program (one cos/sin read) as still fill the GPU
+        heads_per_program = max(
+            (
+                d
+                for d in range(1, heads + 1)
+                if heads % d == 0 and batch * (heads // d) * n_tblocks >= MIN_PROGRAMS
+            ),
+            default=1,
+        )
+    n_hgroups = heads // heads_per_program
+    tables_per_head = heads_per_program > 1 and (cos4.stride(1) != 0 or sin4.stride(1) != 0)
+    _rope_kernel[(batch * n_hgroups * n_tblocks,)](
         x4,
         cos4,
         sin4,
@@ -127,11 +160,14 @@ def _rotate(
         r,
         dim,
         n_tblocks,
+        n_hgroups,
+        heads_per_program,
         *x4.stride(),
         *cos4.stride(),
         *sin4.stride(),
         INTERLEAVED=interleaved,
         INVERSE=inverse,
+        TABLES_PER_HEAD=tables_per_head,
         BLOCK_T=block_t,
         BLOCK_R=block_r,
         BLOCK_P=block_p,
@@ -141,24 +177,33 @@ def _rotate(
 
 class _RotateFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, cos, sin, interleaved):  # noqa: ANN001, ANN205 (autograd's signature)
+    def forward(ctx, x, cos, sin, interleaved, heads_per_program):  # noqa: ANN001, ANN205 (autograd's signature)
         ctx.save_for_backward(cos, sin)
-        ctx.interleaved = interleaved
-        return _rotate(x, cos, sin, interleaved, inverse=False)
+        ctx.interleaved, ctx.heads_per_program = interleaved, heads_per_program
+        return _rotate(x, cos, sin, interleaved, False, heads_per_program)
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
         cos, sin = ctx.saved_tensors
-        return _rotate(grad, cos, sin, ctx.interleaved, inverse=True), None, None, None
+        grad_x = _rotate(grad, cos, sin, ctx.interleaved, True, ctx.heads_per_program)
+        return grad_x, None, None, None, None
 
 
 def apply_rope_triton(
-    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
+    x: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "half",
+    heads_per_program: int | None = None,
 ) -> torch.Tensor:
     """Triton ``apply_rope``: ``x`` ``(..., T, D)`` float32/float16/bfloat16 on CUDA, ``cos``/``sin`` ``(T, r)``
     or with as many dims as ``x`` -> a new ``(..., T, D)`` tensor in ``x.dtype`` (rotated in float32).
 
     Differentiable in ``x`` (not in ``cos``/``sin``: ``apply_rope`` keeps those on the eager path).
+    ``heads_per_program``: heads each program rotates with one read of its cos/sin tile, a divisor of the
+    number of heads ``x.shape[-3]`` (default: the largest that still leaves ``MIN_PROGRAMS`` programs); a
+    tuning knob, the result does not depend on it.
     """
     if x.dtype not in DTYPES:
         raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
@@ -171,4 +216,16 @@ def apply_rope_triton(
         raise ValueError(
             "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
         )
-    return _RotateFunction.apply(x, cos, sin, layout == "interleaved")
+    if heads_per_program is not None:
+        heads = x.shape[-3] if x.ndim >= 3 else 1
+        if (
+            isinstance(heads_per_program, bool)
+            or not isinstance(heads_per_program, int)
+            or heads_per_program < 1
+        ):
+            raise ValueError(f"heads_per_program must be an int >= 1, got {heads_per_program!r}")
+        if heads % heads_per_program:
+            raise ValueError(
+                f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
+            )
+    return _RotateFunction.apply(x, cos, sin, layout == "interleaved", heads_per_program)

@@ -163,3 +163,37 @@ def test_a_failing_kernel_falls_back_with_a_warning(monkeypatch):
         warnings.simplefilter("error")
         with pytest.raises(RuntimeError, match="PTX"):  # asked for by name: the error is not hidden
             apply_rope(x, cos, sin, fused="triton")
+
+
+@pytest.mark.parametrize("heads_per_program", [1, 2, 3, 6])  # the divisors of 6 heads
+@pytest.mark.parametrize("per_head_tables", [False, True])
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_programs_looping_over_heads(kernel, heads_per_program, per_head_tables, layout):
+    """The result must not depend on how heads are grouped per program, nor on tables shared or per head."""
+    device, module = kernel
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 6, 13, 20, generator=g).to(device)
+    positions = torch.randint(0, 300, (2, 6, 13) if per_head_tables else (2, 1, 13), generator=g).to(device)
+    cos, sin = _tables(20, positions, partial_rotary_factor=0.8)
+    for direction in (1, -1):  # forward and backward rotation (the backward's kernel)
+        got = module.apply_rope_triton(
+            x, cos, direction * sin, layout=layout, heads_per_program=heads_per_program
+        )
+        want = apply_rope(x, cos, direction * sin, layout=layout, fused=False)
+        assert_close(got, want, atol=1e-6, what=f"{heads_per_program} heads per program")
+    with pytest.raises(ValueError, match="heads_per_program must be an int >= 1"):
+        module.apply_rope_triton(x, cos, sin, heads_per_program=0)
+    with pytest.raises(ValueError, match="must divide the number of heads 6, got 4"):
+        module.apply_rope_triton(x, cos, sin, heads_per_program=4)
+
+
+@pytest.mark.parametrize("min_programs", [1, 10**9])  # every head in one program; one head per program
+def test_automatic_grouping_of_heads(kernel, monkeypatch, min_programs):
+    device, module = kernel
+    monkeypatch.setattr(module, "MIN_PROGRAMS", min_programs)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 4, 9, 16, generator=g).to(device)
+    cos, sin = _tables(16, torch.arange(9, device=device))
+    for layout in ("half", "interleaved"):
+        got = module.apply_rope_triton(x, cos, sin, layout=layout)
+        assert_close(got, apply_rope(x, cos, sin, layout=layout, fused=False), atol=1e-6, what=layout)
