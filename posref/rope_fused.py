@@ -3,6 +3,9 @@
 The eager path runs several kernels (a multiply and an accumulate per half), each a pass over memory. Compiled,
 the rotation is one loop that reads ``x`` once and writes the output once, so it approaches the cost of a copy
 (measured by ``python -m posref.bench``). Inputs are validated by ``apply_rope`` before they reach here.
+
+``apply_rope(..., fused="compile")`` selects it; on CUDA the default is the hand-written Triton kernel of
+``posref.rope_triton``, with this compiled version as the fallback (no Triton, float64, or gradients for cos/sin).
 """
 
 from __future__ import annotations
