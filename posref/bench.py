@@ -1,24 +1,33 @@
-"""Speed of the reference as ratios to baselines measured in the same run.
+"""Speed of the reference as ratios to baselines measured in the same run, and the speed budgets' calibration.
 
     python -m posref.bench                 # apply_rope on CPU, one thread, the two reference shapes, fp32
+    python -m posref.bench --suite budgets # the apply_rope speed budget's calibration on this device
     python -m posref.bench --device cuda --json out.json
-        # on a GPU: apply_rope's bandwidth as a fraction of a device copy (bf16 and fp32, >= 256 MB moved),
+        # on a GPU: apply_rope's ratios with each backend (eager, Triton, torch.compile), the budget's
+        # calibration, apply_rope's bandwidth as a fraction of a device copy (bf16 and fp32, >= 256 MB moved),
         # ALiBi/T5 through FlexAttention vs plain causal SDPA at 4096 and 16384 tokens, and every solution
-        # notebook executed with POSREF_FAST=1; figures also written as JSON
+        # notebook executed with POSREF_FAST=1; figures also written as JSON (after each part)
 
 Each round times every contender once, in a fixed interleaved order, on the same inputs; the figure reported is
 the median over rounds of (contender time / baseline time in that round). The baselines: cloning q and k (the
 memory-copy floor: RoPE must read and write every element once) and the transformers library's
 ``apply_rotary_pos_emb`` (``rotate_half`` + ``cat``), when that library is installed.
+
+The calibration (``bench_budgets``) times the student-style implementations of ``tests/student_impls.py``
+exactly as ``posref.grading.check_apply_rope_speed`` does (``posref.grading.calibration``), reports each median
+ratio, the reference's time per call and the budget ``posref.grading.budgets.propose_budget`` makes of them,
+with the line to paste into ``budgets.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -27,6 +36,10 @@ from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
+CALIBRATION_SHAPE_GPU = (4, 16, 1024, 128)  # fp32: 34 MB per input; a matrix per position builds 4.3 GB
+STUDENT_IMPLS = Path(__file__).resolve().parents[1] / "tests" / "student_impls.py"
+SANE_IMPLS = ("apply_rope_complex", "apply_rope_rotate_half")
+SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
 
 
 def interleaved_times(
@@ -52,6 +65,22 @@ def median_ratio(times: dict[str, list[float]], name: str, baseline: str) -> flo
     return statistics.median(t / b for t, b in zip(times[name], times[baseline], strict=True))
 
 
+def rope_backends(device: torch.device, *, fused: bool = True) -> dict[str, bool | str]:
+    """``apply_rope``'s ``fused`` argument for each backend timed on ``device``, by label: eager always; on CUDA
+    the Triton kernel (when Triton is installed) and ``torch.compile`` separately; elsewhere ``torch.compile``
+    as "fused". ``fused=False`` keeps eager only."""
+    backends: dict[str, bool | str] = {"eager": False}
+    if not fused:
+        return backends
+    if device.type == "cuda":
+        if importlib.util.find_spec("triton") is not None:
+            backends["triton"] = "triton"
+        backends["compile"] = "compile"
+    else:
+        backends["fused"] = "compile"
+    return backends
+
+
 def _transformers_rope() -> Callable | None:
     try:
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -72,14 +101,10 @@ def bench_apply_rope(
     )
     contenders: dict[str, Callable[[], object]] = {"copy floor": lambda: (q.clone(), k.clone())}
     for layout in ("half", "interleaved"):
-        contenders[f"posref {layout} eager"] = lambda layout=layout: (
-            apply_rope(q, cos, sin, layout=layout, fused=False),
-            apply_rope(k, cos, sin, layout=layout, fused=False),
-        )
-        if fused:
-            contenders[f"posref {layout} fused"] = lambda layout=layout: (
-                apply_rope(q, cos, sin, layout=layout, fused=True),
-                apply_rope(k, cos, sin, layout=layout, fused=True),
+        for label, backend in rope_backends(device, fused=fused).items():
+            contenders[f"posref {layout} {label}"] = lambda layout=layout, backend=backend: (
+                apply_rope(q, cos, sin, layout=layout, fused=backend),
+                apply_rope(k, cos, sin, layout=layout, fused=backend),
             )
     hf = _transformers_rope()
     if hf is not None:
@@ -109,7 +134,8 @@ def bench_apply_rope(
 
 
 def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype, rounds: int) -> dict:
-    """Fused ``apply_rope`` on q and k vs a device copy of the same bytes: achieved GB/s and the fraction."""
+    """``apply_rope`` on q and k with each backend (``rope_backends``) vs a device copy of the same bytes:
+    achieved GB/s and the fraction of the copy's."""
     g = torch.Generator(device=device).manual_seed(0)
     q = torch.randn(shape, generator=g, device=device, dtype=dtype)
     k = torch.randn(shape, generator=g, device=device, dtype=dtype)
@@ -118,14 +144,11 @@ def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torc
     )
     contenders = {"copy": lambda: (q.clone(), k.clone())}
     for layout in ("half", "interleaved"):
-        contenders[f"fused {layout}"] = lambda layout=layout: (
-            apply_rope(q, cos, sin, layout=layout, fused=True),
-            apply_rope(k, cos, sin, layout=layout, fused=True),
-        )
-        contenders[f"eager {layout}"] = lambda layout=layout: (
-            apply_rope(q, cos, sin, layout=layout, fused=False),
-            apply_rope(k, cos, sin, layout=layout, fused=False),
-        )
+        for label, backend in rope_backends(device).items():
+            contenders[f"{label} {layout}"] = lambda layout=layout, backend=backend: (
+                apply_rope(q, cos, sin, layout=layout, fused=backend),
+                apply_rope(k, cos, sin, layout=layout, fused=backend),
+            )
     times = interleaved_times(contenders, rounds=rounds, warmup=3, device=device)
     moved = 4 * q.numel() * q.element_size()  # read q and k, write two outputs
     result: dict[str, float] = {"MB moved": moved / 1e6}
@@ -209,6 +232,70 @@ def gpu_suite(device: torch.device, *, rounds: int, small: bool = False) -> dict
     return figures
 
 
+def load_student_impls(path: Path) -> dict[str, tuple[str, Callable]] | None:
+    """The calibration's implementations from the tests' student-style file, by kind; None if the file is absent
+    (an installed posref without its source checkout). A name missing from the file is reported and left out."""
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("student_impls", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    impls: dict[str, tuple[str, Callable]] = {}
+    for kind, names in (("sane", SANE_IMPLS), ("slow", SLOW_IMPLS)):
+        for name in names:
+            if hasattr(module, name):
+                impls[name] = (kind, getattr(module, name))
+            else:
+                print(f"  budgets: {path} has no {name}: left out")
+    return impls
+
+
+def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3) -> dict[str, dict]:
+    """Calibration of the ``apply_rope`` speed budget on ``device`` (``posref.grading.calibration``).
+
+    Shapes: the checker's shape on this device and, on CUDA, the CPU's and ``CALIBRATION_SHAPE_GPU`` too (the
+    CPU shape is launch-bound on a GPU, where a matrix per position can look cheap); ``small``: two tiny shapes.
+    The recommendation is the first of these shapes at which the rule proposes a budget. One run is one sample
+    of a shared machine's noise: where several runs exist, apply ``propose_budget`` to all their medians.
+    """
+    from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget
+    from posref.grading.calibration import calibrate_apply_rope
+
+    impls = load_student_impls(STUDENT_IMPLS)
+    if impls is None:
+        print(f"  budgets: {STUDENT_IMPLS} not found (it comes with a source checkout): calibration skipped")
+        return {"apply_rope budget calibration": {"skipped": f"{STUDENT_IMPLS} not found"}}
+    if small:
+        shapes = [(1, 2, 16, 8), (1, 2, 32, 16)]
+    elif device.type == "cuda":
+        shapes = list(
+            dict.fromkeys((apply_rope_budget(device).shape, APPLY_ROPE_CPU.shape, CALIBRATION_SHAPE_GPU))
+        )
+    else:
+        shapes = [apply_rope_budget(device).shape]
+    figures: dict[str, dict] = {}
+    recommended: dict[str, str] = {}
+    for shape in shapes:
+        part = calibrate_apply_rope(impls, tuple(shape), device=device, repeats=repeats)
+        figures[f"apply_rope budget calibration {tuple(shape)} {device.type}"] = part
+        if (
+            part.get("budgets.py line") and not recommended
+        ):  # the first shape (cheapest to check) that separates
+            recommended = {"shape": str(tuple(shape)), "budgets.py line": part["budgets.py line"]}
+    figures[f"apply_rope budget recommendation {device.type}"] = recommended or {
+        "shape": "none: the rule separates sane from slow at none of the shapes timed"
+    }
+    return figures
+
+
+def print_table(figures: dict[str, dict]) -> None:
+    for title, values in figures.items():
+        print(f"\n{title}")
+        for name, value in values.items():
+            shown = f"{value:10.2f}" if isinstance(value, float | int) else str(value)
+            print(f"  {name:55s} {shown}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -219,19 +306,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="CPU threads (default 1, as the budgets assume)"
     )
-    parser.add_argument("--no-fused", action="store_true", help="skip the torch.compile path")
+    parser.add_argument(
+        "--no-fused", action="store_true", help="skip the fused backends (Triton, torch.compile)"
+    )
     parser.add_argument(
         "--suite",
-        choices=("rope", "gpu", "all"),
+        choices=("rope", "budgets", "gpu", "all"),
         default=None,
-        help="rope: apply_rope ratios; gpu: bandwidth, biased attention, notebooks "
-        "(default: rope on CPU, all on CUDA)",
+        help="rope: apply_rope ratios; budgets: calibration of the apply_rope speed budget; gpu: bandwidth, "
+        "biased attention, notebooks; all: the three (default: rope on CPU, all on CUDA)",
     )
     parser.add_argument("--small", action="store_true", help="tiny shapes (to check the gpu suite runs)")
     parser.add_argument(
         "--notebooks", action="store_true", help="with the gpu suite: also time every notebook"
     )
-    parser.add_argument("--json", help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--json", help="also write every figure to this JSON file (rewritten after each part)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -241,29 +332,44 @@ def main(argv: list[str] | None = None) -> None:
         f"posref.bench on {device} ({args.threads} CPU thread(s), torch {torch.__version__}), "
         f"median over {args.rounds} interleaved rounds"
     )
+    meta = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "suite": suite,
+        "small": args.small,
+    }
     figures: dict[str, dict] = {}
+
+    def record(part: dict[str, dict]) -> None:
+        """Print a part's table and rewrite the JSON, so a run cut short keeps what it measured."""
+        figures.update(part)
+        print_table(part)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"meta": meta, "figures": figures}, f, indent=1)
+
     if suite in ("rope", "all"):
         for shape in SHAPES:
-            figures[f"apply_rope {shape} {args.dtype} (q and k)"] = bench_apply_rope(
-                shape, device=device, dtype=dtype, rounds=args.rounds, fused=not args.no_fused
+            record(
+                {
+                    f"apply_rope {shape} {args.dtype} (q and k)": bench_apply_rope(
+                        shape, device=device, dtype=dtype, rounds=args.rounds, fused=not args.no_fused
+                    )
+                }
             )
+    if suite in ("budgets", "all"):
+        record(bench_budgets(device, small=args.small, repeats=1 if args.small else 3))
     if suite in ("gpu", "all"):
-        figures.update(gpu_suite(device, rounds=args.rounds, small=args.small))
+        record(gpu_suite(device, rounds=args.rounds, small=args.small))
         if args.notebooks or device.type == "cuda":
-            figures["notebook seconds (POSREF_FAST=1)"] = time_notebooks()
-    for title, values in figures.items():
-        print(f"\n{title}")
-        for name, value in values.items():
-            print(f"  {name:55s} {value:10.2f}")
+            try:
+                record({"notebook seconds (POSREF_FAST=1)": time_notebooks()})
+            except ImportError as error:  # the GPU image may lack nbclient: the other figures still count
+                print(f"\nnotebooks not timed: {error}")
+                record({"notebook seconds (POSREF_FAST=1)": {"skipped": f"not timed: {error}"}})
     if args.json:
-        meta = {
-            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            "torch": torch.__version__,
-            "threads": args.threads,
-            "rounds": args.rounds,
-        }
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "figures": figures}, f, indent=1)
         print(f"\nwrote {args.json}")
 
 

@@ -267,8 +267,8 @@ def apply_rope_matrix_per_position(x, cos, sin, layout="half"):
     d, r = x.shape[-1], cos.shape[-1]
     t = x.shape[-2]
     cos2 = cos.expand(*x.shape[:-1], r) if cos.ndim == x.ndim else cos.expand(t, r)
-    mats = torch.eye(d, dtype=torch.float32).repeat(*cos2.shape[:-1], 1, 1)
-    idx = torch.arange(r)
+    mats = torch.eye(d, dtype=torch.float32, device=x.device).repeat(*cos2.shape[:-1], 1, 1)
+    idx = torch.arange(r, device=x.device)
     a, b = (idx, idx + r) if layout == "half" else (2 * idx, 2 * idx + 1)
     sin2 = sin.expand_as(cos2)
     mats[..., a, a] = cos2

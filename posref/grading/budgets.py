@@ -1,22 +1,35 @@
 """Speed budgets: the largest accepted ``student time / reference time`` (median of per-round ratios).
 
 Every budget is a generous ratio, never an absolute time, measured on the same device in the same run
-(``posref.grading.timing.speed_ratio``). Each entry records the measurement that set it.
+(``posref.grading.timing.speed_ratio``). Each entry records the measurement that set it. A budget belongs to a
+device type (a GPU launches kernels in microseconds and streams memory a hundred times faster than a CPU, so the
+same code can sit at a very different ratio there) and to the input shape it was measured on.
+
+The rule that turns measured ratios into a budget is ``propose_budget``; ``python -m posref.bench --suite
+budgets`` applies it to the student-style implementations of the tests and prints the line to paste here.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import torch
 
 
 @dataclass(frozen=True)
 class Budget:
+    """``max_ratio`` for inputs of ``shape``; ``provisional`` when it was not measured on its own device type."""
+
     max_ratio: float
     measured: str
+    shape: tuple[int, ...] = (1, 8, 256, 64)
+    provisional: bool = False
 
 
-APPLY_ROPE = Budget(
+APPLY_ROPE_CPU = Budget(
     max_ratio=12.0,
+    shape=(1, 8, 256, 64),
     measured=(
         "2-core shared CPU, torch 2.13, 1 thread, x (1, 8, 256, 64) float32, 11 rounds, against posref.apply_rope. "
         "First run (old reference, machine load ~10): sane vectorised solutions: rotate_half in x's dtype 2.4 and "
@@ -27,3 +40,78 @@ APPLY_ROPE = Budget(
         "A budget of 12 is twice the worst sane median and a sixth of the best bad one."
     ),
 )
+
+# Not measured on a GPU yet: the CPU's ratio and shape, marked provisional (checker messages say so). At this
+# shape a GPU mostly waits on kernel launches, so sane solutions stay well inside 12x, a Python loop over positions
+# (hundreds of launches) fails, and a matrix per position may pass. Replace this one statement with the line that
+# ``python -m posref.bench --device cuda --suite budgets`` prints.
+APPLY_ROPE_CUDA = Budget(
+    max_ratio=APPLY_ROPE_CPU.max_ratio,
+    shape=APPLY_ROPE_CPU.shape,
+    provisional=True,
+    measured="not measured on CUDA: the CPU budget (ratio and shape) stands in until GPU figures exist",
+)
+
+
+def apply_rope_budget(device: torch.device | str) -> Budget:
+    """The ``apply_rope`` speed budget for ``device``'s type: measured on CPU; on CUDA see ``APPLY_ROPE_CUDA``.
+
+    Other device types (``mps``, ...) have no measurement: they get the CPU budget marked provisional.
+    """
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return APPLY_ROPE_CPU
+    if kind == "cuda":
+        return APPLY_ROPE_CUDA
+    return Budget(
+        max_ratio=APPLY_ROPE_CPU.max_ratio,
+        shape=APPLY_ROPE_CPU.shape,
+        provisional=True,
+        measured=f"not measured on {kind}: the CPU budget stands in",
+    )
+
+
+SANE_FACTOR = 2.0
+"""A budget is this many times the worst median ratio of a sane vectorised solution..."""
+MARGIN = 3.0
+"""...and must be at least this many times below the best median ratio of a classic slow solution."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What ``propose_budget`` makes of one set of measurements; ``max_ratio`` is None when it cannot separate."""
+
+    max_ratio: float | None
+    worst_sane: float
+    best_slow: float
+    verdict: str
+
+
+def propose_budget(sane: list[float], slow: list[float]) -> Proposal:
+    """The rule behind every budget: ``ceil(SANE_FACTOR * worst sane median)``, if ``MARGIN`` times that is still
+    at or below the best slow median; otherwise no budget (the two kinds of solution are too close to tell apart
+    by time at the measured shape).
+
+    Args:
+        sane: median ratios (student / reference) of sane vectorised solutions, every repeat of every solution.
+        slow: median ratios of the classic slow solutions (lower bounds are fine: they only understate the gap).
+    """
+    if not sane or not slow:
+        raise ValueError(
+            f"propose_budget needs ratios of both kinds, got {len(sane)} sane and {len(slow)} slow"
+        )
+    if not all(math.isfinite(r) and r > 0 for r in [*sane, *slow]):
+        raise ValueError(f"ratios must be finite and positive, got sane {sane} and slow {slow}")
+    worst_sane, best_slow = max(sane), min(slow)
+    budget = float(math.ceil(SANE_FACTOR * worst_sane))
+    if MARGIN * budget <= best_slow:
+        verdict = (
+            f"separable: {budget:g}x is {SANE_FACTOR:g}x the worst sane median ({worst_sane:.2f}, rounded up) and "
+            f"1/{best_slow / budget:.1f} of the best slow median ({best_slow:.2f})"
+        )
+        return Proposal(budget, worst_sane, best_slow, verdict)
+    verdict = (
+        f"not separable: the rule's {budget:g}x ({SANE_FACTOR:g}x the worst sane median {worst_sane:.2f}, rounded "
+        f"up) is not {MARGIN:g}x below the best slow median ({best_slow:.2f}); no budget at this shape"
+    )
+    return Proposal(None, worst_sane, best_slow, verdict)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from posref.grading import budgets
-from posref.grading.cases import Draw
+from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.timing import speed_ratio
 from posref.rope import apply_rope, rope_cos_sin
@@ -230,32 +230,66 @@ def check_rope_scores(fn: Callable[..., torch.Tensor], *, hidden: bool = False, 
     first_difference("rope_scores", fn, scores, cases, mistakes=mistakes, seed=draw.seed if hidden else None)
 
 
-def check_apply_rope_speed(
-    fn: Callable[..., torch.Tensor], *, device=None, reference: Callable[..., torch.Tensor] | None = None
-) -> float:
-    """``fn(x, cos, sin, layout="half")`` must be within ``budgets.APPLY_ROPE`` of ``posref.apply_rope``'s time.
-
-    Measured on ``x (1, 8, 256, 64)`` float32 with ``speed_ratio`` (one thread, interleaved rounds, median).
-    The outputs are checked first: a fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope``
-    as the baseline (the grader passes one that runs under the same conditions as ``fn``). Returns the ratio.
-    """
-    draw = Draw(hidden=True, device=device)
-    budget = budgets.APPLY_ROPE
+def apply_rope_speed_pool(draw: Draw, shape: tuple[int, ...]) -> list[tuple[tuple, dict]]:
+    """Three float32 inputs ``((x, cos, sin), {"layout": ...})``, ``x`` of ``shape`` ``(..., T, D)``: both
+    layouts, every dim rotated (cos/sin ``(T, D/2)``), positions starting anywhere up to 4096."""
+    lead, t, d = tuple(shape[:-2]), shape[-2], shape[-1]
     pool = []
     for layout in ("half", "interleaved", "half"):
-        case = _rope_case(draw, (1, 8), 256, 64, 32, layout, torch.float32, max_start=4096)
+        case = _rope_case(draw, lead, t, d, d // 2, layout, torch.float32, max_start=4096)
         pool.append((case.args, case.kwargs))
+    return pool
+
+
+def apply_rope_speed_ratio(
+    fn: Callable[..., torch.Tensor],
+    *,
+    device: torch.device | str | None,
+    shape: tuple[int, ...],
+    give_up_above: float | None,
+    reference: Callable[..., torch.Tensor] | None = None,
+) -> tuple[float, list[float], torch.device]:
+    """The measurement behind ``check_apply_rope_speed`` (also run by ``python -m posref.bench --suite budgets``).
+
+    ``fn`` is first checked against ``posref.apply_rope`` on ``apply_rope_speed_pool(draw, shape)``, then timed against
+    ``reference`` (default ``posref.apply_rope``) with ``speed_ratio``. Returns (median ratio, per-round ratios,
+    the device it ran on).
+    """
+    draw = Draw(hidden=True, device=device)
+    pool = apply_rope_speed_pool(draw, shape)
     first_difference(
         "apply_rope", fn, apply_rope, [Case(a, k) for a, k in pool], mistakes=_rope_mistakes(), seed=draw.seed
     )
     ratio, ratios = speed_ratio(
-        fn, reference or apply_rope, pool, device=draw.device, give_up_above=4 * budget.max_ratio
+        fn, reference or apply_rope, pool, device=draw.device, give_up_above=give_up_above
+    )
+    return ratio, ratios, draw.device
+
+
+def check_apply_rope_speed(
+    fn: Callable[..., torch.Tensor], *, device=None, reference: Callable[..., torch.Tensor] | None = None
+) -> float:
+    """``fn(x, cos, sin, layout="half")`` must be within the device's budget of ``posref.apply_rope``'s time.
+
+    The budget and the shape of ``x`` (float32) come from ``budgets.apply_rope_budget`` for the device the check
+    runs on (CPU: 12x on ``(1, 8, 256, 64)``; CUDA: provisional until measured). Timed with ``speed_ratio`` (one
+    thread, interleaved rounds, median, CUDA synchronised around each timed block). The outputs are checked
+    first: a fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope`` as the baseline (the
+    grader passes one that runs under the same conditions as ``fn``). Returns the ratio.
+    """
+    target = resolve_device(device)
+    budget = budgets.apply_rope_budget(target)
+    ratio, ratios, ran_on = apply_rope_speed_ratio(
+        fn, device=target, shape=budget.shape, give_up_above=4 * budget.max_ratio, reference=reference
     )
     if ratio > budget.max_ratio:
+        provisional = (
+            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
+        )
         raise CheckFailed(
-            f"apply_rope is too slow: {ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x; median of "
-            f"{len(ratios)} rounds on x of shape (1, 8, 256, 64), {draw.device}). Rotate all positions at once with "
-            f"elementwise products (x * cos + rotate(x) * sin): no Python loop over positions and no (D, D) "
-            f"rotation matrix per position."
+            f"apply_rope is too slow: {ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
+            f"{ran_on.type}; median of {len(ratios)} rounds on {ran_on}, x of shape {tuple(budget.shape)} float32)."
+            f"{provisional} Rotate all positions at once with elementwise products (x * cos + rotate(x) * sin): "
+            f"no Python loop over positions and no (D, D) rotation matrix per position."
         )
     return ratio

@@ -1,0 +1,122 @@
+"""Calibrating the ``apply_rope`` speed budget: student-style implementations timed as the checker times them.
+
+Each implementation is checked and timed by ``apply_rope_speed_ratio``, the measurement behind
+``check_apply_rope_speed`` (same pool of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
+medians go through ``budgets.propose_budget``. ``python -m posref.bench --suite budgets`` runs this on the
+student-style implementations of ``tests/student_impls.py`` and prints the line to paste into ``budgets.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+import torch
+
+from posref.grading.budgets import propose_budget
+from posref.grading.cases import Draw, resolve_device
+from posref.grading.report import CheckFailed
+from posref.grading.rope import apply_rope_speed_pool, apply_rope_speed_ratio
+from posref.grading.timing import seconds_per_call
+from posref.rope import apply_rope
+
+KINDS = ("sane", "slow")
+DEFAULT = "default, as checked"
+CEILING = 100.0
+"""``speed_ratio``'s ``give_up_above``: timing an implementation far over this ratio is cut short, so ratios above
+it may be lower bounds (they can only understate the gap between sane and slow, never invent one)."""
+
+
+def _reference_backends(device: torch.device) -> dict[str, bool | str | None]:
+    """``apply_rope``'s ``fused`` argument for each backend whose time per call is reported on ``device``."""
+    backends: dict[str, bool | str | None] = {DEFAULT: None}
+    if device.type == "cuda":
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is not None:
+            backends["triton"] = "triton"
+        backends["compile"] = "compile"
+        backends["eager"] = False
+    return backends
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+
+
+def calibrate_apply_rope(
+    impls: Mapping[str, tuple[str, Callable[..., torch.Tensor]]],
+    shape: tuple[int, ...],
+    *,
+    device: torch.device | str | None = None,
+    repeats: int = 3,
+    ceiling: float = CEILING,
+) -> dict[str, float | str]:
+    """Median ratios of each implementation at ``shape``, the reference's time per call, and a proposed budget.
+
+    Args:
+        impls: name -> (``"sane"`` or ``"slow"``, ``fn(x, cos, sin, layout="half")``).
+        shape: ``x``'s shape ``(..., T, D)`` (float32, every dim rotated).
+        repeats: medians measured per implementation (each from ``speed_ratio``'s 11 rounds).
+    Returns: figures by name: ``"<name> (<kind>) #<i>"`` the i-th median ratio, ``"<name> seconds"`` the time
+    its checks and timing took, ``"reference us per call (<backend>)"``, ``"worst sane median"``, ``"best slow
+    median"``, ``"proposed budget"`` (``nan`` when the rule cannot separate), ``"verdict"`` and ``"budgets.py
+    line"`` (text; empty when there is no proposal). An implementation that fails the correctness check, or
+    raises while timed, is reported as ``"<name> (<kind>)"``: ``"not timed: ..."``, and left out of the rule.
+    """
+    device = resolve_device(device)
+    shape = tuple(shape)
+    figures: dict[str, float | str] = {}
+    pool = apply_rope_speed_pool(Draw(hidden=True, device=device), shape)
+    for label, fused in _reference_backends(device).items():
+        seconds = seconds_per_call(
+            lambda x, cos, sin, layout, fused=fused: apply_rope(x, cos, sin, layout=layout, fused=fused),
+            pool,
+            device=device,
+        )
+        figures[f"reference us per call ({label})"] = 1e6 * seconds
+    medians: dict[str, dict[str, list[float]]] = {kind: {} for kind in KINDS}
+    for name, (kind, fn) in impls.items():
+        if kind not in KINDS:
+            raise ValueError(f"{name}: kind must be one of {KINDS}, got {kind!r}")
+        start = time.perf_counter()
+        try:
+            for i in range(repeats):
+                ratio, _, _ = apply_rope_speed_ratio(fn, device=device, shape=shape, give_up_above=ceiling)
+                figures[f"{name} ({kind}) #{i + 1}"] = ratio
+                medians[kind].setdefault(name, []).append(ratio)
+        # wrong output, or e.g. out of memory: reported, and the other implementations still count
+        except Exception as error:
+            raised = "" if isinstance(error, CheckFailed) else f"{type(error).__name__}: "
+            figures[f"{name} ({kind})"] = f"not timed: {raised}{str(error).splitlines()[0][:300]}"
+            medians[kind].pop(name, None)
+        figures[f"{name} seconds"] = time.perf_counter() - start
+    figures["note"] = f"ratios above {ceiling:g} may be lower bounds (timing is cut short there)"
+    sane = [r for rs in medians["sane"].values() for r in rs]
+    slow = [r for rs in medians["slow"].values() for r in rs]
+    if not sane or not slow:
+        figures["verdict"] = "no proposal: needs at least one sane and one slow implementation timed"
+        figures["budgets.py line"] = ""
+        return figures
+    proposal = propose_budget(sane, slow)
+    figures["worst sane median"] = proposal.worst_sane
+    figures["best slow median"] = proposal.best_slow
+    figures["proposed budget"] = float("nan") if proposal.max_ratio is None else proposal.max_ratio
+    figures["verdict"] = proposal.verdict
+    figures["budgets.py line"] = ""
+    if proposal.max_ratio is not None:
+        measured = (
+            f"{device_name(device)}, torch {torch.__version__}, x {shape} float32, 11 rounds, against "
+            f"posref.apply_rope ({figures[f'reference us per call ({DEFAULT})']:.0f} us per call); medians: "
+            + "; ".join(
+                f"{name} ({kind}) " + ", ".join(f"{r:.1f}" for r in rs)
+                for kind in KINDS
+                for name, rs in medians[kind].items()
+            )
+            + f". {proposal.verdict}."
+        )
+        figures["budgets.py line"] = (
+            f"APPLY_ROPE_{device.type.upper()} = Budget(max_ratio={proposal.max_ratio!r}, shape={shape}, "
+            f"measured={measured!r})"
+        )
+    return figures

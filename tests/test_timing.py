@@ -1,0 +1,36 @@
+"""``speed_ratio`` cuts a hopeless function short, and ``seconds_per_call`` reports what one call takes (lower
+bounds from ``time.sleep``, which never returns early; no speed of real code is asserted)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from posref.grading.timing import seconds_per_call, speed_ratio
+
+CPU = torch.device("cpu")
+POOL = [((), {})] * 3
+
+
+def test_a_function_far_over_the_limit_is_cut_short_and_still_reported_over_it():
+    def slow():
+        time.sleep(0.001)
+
+    start = time.perf_counter()
+    ratio, ratios = speed_ratio(slow, lambda: None, POOL, device=CPU, give_up_above=10.0)
+    elapsed = time.perf_counter() - start
+    # uncut, each round would call ``slow`` as often as the reference needs for 4 ms (tens of thousands of times)
+    assert elapsed < 10.0, f"took {elapsed:.1f} s"
+    assert len(ratios) == 3 and min(ratios) > 10.0 and ratio > 10.0
+
+
+def test_without_a_limit_every_round_is_whole():
+    ratio, ratios = speed_ratio(
+        lambda: time.sleep(0.0005), lambda: time.sleep(0.0001), POOL, device=CPU, rounds=3
+    )
+    assert len(ratios) == 3 and ratio > 1.0
+
+
+def test_seconds_per_call_is_at_least_the_sleep():
+    assert seconds_per_call(lambda: time.sleep(0.002), POOL, device=CPU, rounds=3) >= 0.002
