@@ -8,7 +8,7 @@ Each explorer is two things:
 * an *explorer* widget (``Explorer``, an ``ipywidgets.VBox`` of sliders above an ``Output``) that calls the
   figure function again whenever a slider is released (``continuous_update=False``: one redraw per move).
 
-The four explorers (figure function / explorer: what it shows):
+The five explorers (figure function / explorer: what it shows):
 
 * ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks, one hand per frequency pair
   (Vaswani et al. 2017, arXiv 1706.03762);
@@ -17,7 +17,11 @@ The four explorers (figure function / explorer: what it shows):
 * ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi (arXiv 2108.12409) and T5 (arXiv 1910.10683)
   biases by head, the T5 table illustrative;
 * ``decay_figure`` / ``decay_explorer``: does RoPE decay with distance? Aligned vs random q, k and RoFormer's
-  bound (Barbero et al. 2024, "Round and Round We Go!", arXiv 2410.06205).
+  bound (Barbero et al. 2024, "Round and Round We Go!", arXiv 2410.06205);
+* ``scaling_figure`` / ``scaling_explorer``: what a context-extension method (PI, NTK-aware, NTK-by-parts, YaRN,
+  Llama 3) does to each frequency pair: kept, blended or interpolated (``posref.inspector``'s classification).
+
+The length lab's explorer of per-position losses, which runs trained models, is in ``posref.lab_widgets``.
 
 An explorer's state is plain Python: ``explorer.controls`` maps names to sliders (each is also an attribute,
 e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``explorer.png`` its PNG bytes,
@@ -43,8 +47,10 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Circle
 
-from posref._checks import check_positive_int
+from posref._checks import check_choice, check_positive_int
 from posref.absolute import sinusoidal_frequencies
+from posref.config import RopeConfig
+from posref.inspector import Inspection, inspect_rope
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
@@ -63,6 +69,10 @@ __all__ = [
     "roformer_bound",
     "rope_pair_explorer",
     "rope_pair_figure",
+    "scaling_dict",
+    "scaling_explorer",
+    "scaling_figure",
+    "scaling_inspection",
     "t5_illustrative_table",
 ]
 
@@ -598,3 +608,204 @@ def decay_explorer(head_dim: int = 128, base: float = 10000.0, max_distance: int
         "max_distance": _int_slider("max distance", max_distance, 16, max(4 * max_distance, 4096)),
     }
     return Explorer(decay_figure, controls, name="decay", fixed={"head_dim": head_dim})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. what a scaling method does to each frequency pair
+
+# the registry's methods that need nothing but a factor and the original length (dynamic NTK also needs the
+# current length and equals ``ntk`` at ``alpha = factor``; LongRoPE needs searched per-pair factors)
+SCALING_EXPLORER_METHODS = {
+    "linear": "linear (Position Interpolation)",
+    "ntk": "ntk (NTK-aware)",
+    "ntk_by_parts": "ntk_by_parts",
+    "yarn": "yarn (transformers' index ramp)",
+    "llama3": "llama3 (bands 1, 4 as Llama 3.1)",
+}
+LLAMA31_BANDS = {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+_KIND_COLOURS = {
+    "kept": "tab:green",
+    "blended": "tab:orange",
+    "interpolated": "tab:blue",
+    "beyond": "tab:purple",
+    "faster": "tab:red",
+}
+
+
+def _check_factor(factor: object) -> float:
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not 1.0 <= factor < math.inf:
+        raise ValueError(
+            f"factor must be a finite number >= 1 (how much the context is stretched), got {factor!r}"
+        )
+    return float(factor)
+
+
+def _check_betas(betas: object) -> tuple[float, float]:
+    if (
+        not isinstance(betas, tuple | list)
+        or len(betas) != 2
+        or not all(isinstance(b, numbers.Real) and not isinstance(b, bool) and b > 0 for b in betas)
+        or not betas[0] > betas[1]
+    ):
+        raise ValueError(
+            f"betas must be (beta_fast, beta_slow), two numbers > 0 with beta_fast > beta_slow (turns within "
+            f"the original length; YaRN's defaults are (32, 1)), got {betas!r}"
+        )
+    return float(betas[0]), float(betas[1])
+
+
+def scaling_dict(
+    method: str, factor: float, original_len: int, *, betas: tuple[float, float] = (32.0, 1.0)
+) -> dict[str, Any]:
+    """The ``rope_scaling`` dict the scaling explorer uses for ``method`` at ``factor`` -> a posref scaling dict.
+
+    ``method`` is one of ``SCALING_EXPLORER_METHODS``; ``original_len`` is ``L``; ``betas`` are ``(beta_fast,
+    beta_slow)`` for ``ntk_by_parts`` and ``yarn``; ``llama3`` uses Llama 3.1's bands ``LLAMA31_BANDS``.
+    """
+    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    factor = _check_factor(factor)
+    check_positive_int("original_len", original_len)
+    beta_fast, beta_slow = _check_betas(betas)
+    if method in ("linear", "ntk"):
+        return {"rope_type": method, "factor": factor}
+    scaling = {"rope_type": method, "factor": factor, "original_max_position_embeddings": original_len}
+    if method == "llama3":
+        return {**scaling, **LLAMA31_BANDS}
+    return {**scaling, "beta_fast": beta_fast, "beta_slow": beta_slow}
+
+
+def scaling_inspection(
+    method: str,
+    factor: float,
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+) -> Inspection:
+    """``posref.inspector``'s per-pair picture of ``method`` at ``factor`` for one head (no model config needed).
+
+    The returned ``Inspection`` has the plain and scaled ``inv_freq`` ``(head_dim/2,)``, their ratio
+    ``rho_i = w_i / w'_i`` (1: kept, ``factor``: interpolated, between: blended) and each pair's kind.
+    Defaults: Llama 3.1 8B's head (``head_dim`` 128, base 500000, trained at ``L`` = 8192).
+    """
+    _check_dim("head_dim", head_dim)
+    scaling = scaling_dict(method, factor, original_len, betas=betas)
+    rope = RopeConfig(head_dim=head_dim, base=_check_base(base), scaling=scaling)
+    return inspect_rope(rope, name=SCALING_EXPLORER_METHODS[method])
+
+
+def scaling_figure(
+    method: str,
+    factor: float,
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+) -> Figure:
+    """What ``method`` at ``factor`` does to every frequency pair of a head (see ``scaling_inspection``).
+
+    Left: each pair's wavelength ``2 pi / w_i`` in tokens before (grey line, gid ``"before"``) and after scaling
+    (points coloured by kind, gid ``"after"``), log scale, with the original length ``L`` (gid ``"original"``)
+    and the stretched one ``factor * L`` (gid ``"target"``): pairs whose plain wavelength exceeds ``L`` (shaded)
+    never completed a turn in training. Right: the ratio ``rho_i = w_i / w'_i``, one scatter per kind (gids
+    ``"kept"``, ``"blended"``, ``"interpolated"``, ``"beyond"``, ``"faster"``; only kinds present are drawn), with
+    lines at 1 and at ``factor``. The title counts the pairs of each kind. Papers: PI arXiv 2306.15595; NTK-aware,
+    NTK-by-parts and YaRN arXiv 2309.00071; Llama 3 arXiv 2407.21783 (the band rule is in Meta's code).
+    """
+    inspection = scaling_inspection(method, factor, head_dim, base, original_len, betas=betas)
+    factor = float(factor)
+    before, after = (w.numpy() for w in inspection.wavelengths())
+    ratio = inspection.ratio.numpy()
+    kinds = np.array(inspection.kinds())
+    pairs = np.arange(len(ratio))
+
+    fig = Figure(figsize=(12, 4.6), dpi=_DPI)
+    ax_w, ax_r = fig.subplots(1, 2)
+    untouched = pairs[before > original_len]
+    for ax in (ax_w, ax_r):
+        if len(untouched):
+            ax.axvspan(untouched[0] - 0.5, pairs[-1] + 0.5, color="0.93", zorder=0)
+    ax_w.semilogy(pairs, before, color="0.45", lw=1.2, gid="before", label="plain RoPE")
+    ax_w.semilogy(pairs, after, color="k", lw=0.8, gid="after", label="scaled (points coloured by kind)")
+    for kind, colour in _KIND_COLOURS.items():
+        chosen = kinds == kind
+        if chosen.any():
+            ax_w.scatter(pairs[chosen], after[chosen], s=14, color=colour, zorder=3)
+            ax_r.scatter(pairs[chosen], ratio[chosen], s=14, color=colour, zorder=3, gid=kind,
+                         label=f"{kind}: {int(chosen.sum())}")  # fmt: skip
+    ax_w.axhline(
+        original_len, color="k", ls="--", lw=1, gid="original", label=f"original length L = {original_len:,}"
+    )
+    ax_w.axhline(factor * original_len, color="k", ls=":", lw=1, gid="target",
+                 label=f"stretched length s·L = {factor * original_len:,.0f}")  # fmt: skip
+    ax_w.set_xlabel("pair i (0 = fastest); shaded: never a full turn within L")
+    ax_w.set_ylabel("wavelength 2π / w_i (tokens)")
+    ax_w.legend(fontsize=8, loc="upper left")
+    ax_w.set_title("wavelength per pair: grey before, coloured after", fontsize=9)
+    ax_r.axhline(1.0, color="tab:green", lw=0.8, ls="--")
+    ax_r.axhline(factor, color="tab:blue", lw=0.8, ls="--")
+    ax_r.set_yscale("log")
+    lo, hi = min(ratio.min(), 1.0) / 1.15, max(ratio.max(), factor) * 1.15
+    ticks = sorted(
+        {2.0**k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)} | {factor}
+    )
+    ax_r.set_yticks([t for t in ticks if lo <= t <= hi], [f"{t:g}" for t in ticks if lo <= t <= hi])
+    ax_r.minorticks_off()
+    ax_r.set_ylim(lo, hi)
+    ax_r.set_xlabel("pair i (0 = fastest)")
+    ax_r.set_ylabel("w_i / w'_i (1 = kept, s = interpolated)")
+    ax_r.legend(fontsize=8, loc="upper left")
+    ax_r.set_title(f"how much each pair is slowed down (dashed: 1 and s = {factor:g})", fontsize=9)
+    for ax in (ax_w, ax_r):
+        ax.set_xlim(-0.5, pairs[-1] + 0.5)
+    counts = inspection.counts()
+    summary = ", ".join(f"{counts[k]} {k}" for k in _KIND_COLOURS if counts[k])
+    fig.suptitle(
+        f"{inspection.name}, s = {factor:g}: head_dim {head_dim}, base {base:g}, L = {original_len:,}\n"
+        f"{summary} (of {len(pairs)} pairs); attention factor {inspection.attention_factor:.4g}",
+        fontsize=10,
+    )
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.84, wspace=0.2)
+    return fig
+
+
+def scaling_explorer(
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+    method: str = "llama3",
+    factor: float = 8.0,
+) -> Explorer:
+    """Per-pair effect of a scaling method, with a ``method`` menu and a ``factor`` slider (log scale, 1 to 64);
+    see ``scaling_figure``. Defaults: Llama 3.1 8B's head with its own method and factor."""
+    _check_dim("head_dim", head_dim)
+    base = _check_base(base)
+    check_positive_int("original_len", original_len)
+    _check_betas(betas)
+    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    factor = _check_factor(factor)
+    controls = {
+        "method": widgets.Dropdown(
+            options=[(label, name) for name, label in SCALING_EXPLORER_METHODS.items()],
+            value=method,
+            description="method",
+            layout=widgets.Layout(width="360px"),
+        ),
+        "factor": widgets.FloatLogSlider(
+            value=factor,
+            base=2,
+            min=0,
+            max=max(6, math.log2(factor)),
+            step=0.25,
+            description="factor s",
+            continuous_update=False,
+            readout_format=".3g",
+            layout=widgets.Layout(width="360px"),
+        ),
+    }
+    fixed = {"head_dim": head_dim, "base": base, "original_len": original_len, "betas": tuple(betas)}
+    return Explorer(scaling_figure, controls, name="scaling", fixed=fixed)
