@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test setup system-packages checkpoints bench clean
+.PHONY: lab test setup system-packages checkpoints bench gpu-wheels clean
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
@@ -35,6 +35,11 @@ checkpoints: setup
 
 bench: setup
 	$(PY) -m posref.bench
+
+# Wheels for the lent GPU machine's image (CPython 3.12; no downloads there) into .whl/, which the device call
+# carries; see README.md, "The GPU run". Uses this checkout's venv for its versions when there is one.
+gpu-wheels:
+	PYTHON=$(if $(wildcard $(PY)),$(PY),$(PYTHON)) bash tools/gpu-wheels.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache
