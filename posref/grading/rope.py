@@ -106,8 +106,12 @@ def check_apply_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
             _rope_case(draw, (1, 2), 4, 6, 2, "interleaved", torch.bfloat16, max_start=100),
         ]
     else:
-        cases = []
-        for _ in range(32):
+        # partial rotary in both layouts every time (random draws alone miss it now and then), then 30 random
+        cases = [
+            _rope_case(draw, (2, 3), 7, 16, 5, "half", torch.float32, max_start=3000),
+            _rope_case(draw, (2, 3), 7, 16, 5, "interleaved", torch.float16, max_start=100000),
+        ]
+        for _ in range(30):
             per_sequence = draw.int(0, 3) == 0
             lead = (
                 (draw.int(1, 3), draw.choice((1, 3, 5, 7, 8)))
