@@ -159,6 +159,55 @@ def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torc
     return result
 
 
+def triton_configs(heads: int) -> dict[str, dict[str, int]]:
+    """Tuning knobs of ``posref.rope_triton.apply_rope_triton`` to time against its defaults, by label."""
+    configs: dict[str, dict[str, int]] = {"default": {}}
+    for heads_per_program in sorted({1, min(4, heads), heads}):
+        if heads % heads_per_program == 0:
+            for block_t in (8, 16, 32):
+                configs[f"{heads_per_program} heads, {block_t} positions"] = {
+                    "heads_per_program": heads_per_program,
+                    "block_t": block_t,
+                }
+    configs["default, 8 warps"] = {"num_warps": 8}
+    return configs
+
+
+def bench_triton_tuning(
+    shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype, rounds: int
+) -> dict:
+    """The Triton RoPE kernel (q and k) with each of ``triton_configs``: fraction of a device copy's bandwidth.
+
+    What the defaults of ``posref.rope_triton`` should be is read off this table (the best config is named).
+    """
+    from posref.rope_triton import apply_rope_triton
+
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.randn(shape, generator=g, device=device, dtype=dtype)
+    k = torch.randn(shape, generator=g, device=device, dtype=dtype)
+    cos, sin = rope_cos_sin(
+        torch.arange(shape[-2], device=device), rope_frequencies(shape[-1], device=device)[0]
+    )
+    contenders: dict[str, Callable[[], object]] = {"copy": lambda: (q.clone(), k.clone())}
+    for layout in ("half", "interleaved"):
+        for label, knobs in triton_configs(shape[-3]).items():
+            contenders[f"{layout} {label}"] = lambda layout=layout, knobs=knobs: (
+                apply_rope_triton(q, cos, sin, layout=layout, **knobs),
+                apply_rope_triton(k, cos, sin, layout=layout, **knobs),
+            )
+    times = interleaved_times(contenders, rounds=rounds, warmup=2, device=device)
+    result = {
+        f"{name} / copy bandwidth": 1.0 / median_ratio(times, name, "copy")
+        for name in contenders
+        if name != "copy"
+    }
+    for layout in ("half", "interleaved"):
+        mine = {name: value for name, value in result.items() if name.startswith(layout)}
+        best = max(mine, key=mine.get)
+        print(f"  triton tuning, {layout}: best {best.removesuffix(' / copy bandwidth')} ({mine[best]:.2f})")
+    return result
+
+
 def bench_biased_attention(
     seq_len: int,
     *,
@@ -240,6 +289,10 @@ def gpu_suite(device: torch.device, *, rounds: int, small: bool = False) -> dict
     for dtype in (torch.bfloat16, torch.float32):
         name = f"apply_rope bandwidth {tuple(big)} {str(dtype).removeprefix('torch.')}"
         figures[name] = bench_bandwidth(big, device=device, dtype=dtype, rounds=rounds)
+    if "triton" in rope_backends(device):
+        figures[f"triton tuning {tuple(big)} bfloat16"] = bench_triton_tuning(
+            big, device=device, dtype=torch.bfloat16, rounds=rounds
+        )
     attn_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     for seq_len in (128, 256) if small else (4096, 16384):
         figures[f"biased attention T={seq_len}"] = bench_biased_attention(

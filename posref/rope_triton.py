@@ -126,6 +126,8 @@ def _rotate(
     interleaved: bool,
     inverse: bool,
     heads_per_program: int | None = None,
+    block_t: int | None = None,
+    num_warps: int = 4,
 ) -> torch.Tensor:
     r = cos.shape[-1]
     x4 = _as_4d(x)
@@ -136,7 +138,8 @@ def _rotate(
     if out.numel() == 0:
         return out
     block_r = triton.next_power_of_2(max(r, 1))
-    block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
+    if block_t is None:  # tiles of about 2048 values of x
+        block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
     block_p = triton.next_power_of_2(dim - 2 * r) if dim > 2 * r else 0
     n_tblocks = triton.cdiv(seq, block_t)
     if heads_per_program is None:  # as many heads per program (one cos/sin read) as still fill the GPU
@@ -171,21 +174,22 @@ def _rotate(
         BLOCK_T=block_t,
         BLOCK_R=block_r,
         BLOCK_P=block_p,
+        num_warps=num_warps,
     )
     return out
 
 
 class _RotateFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, cos, sin, interleaved, heads_per_program):  # noqa: ANN001, ANN205 (autograd's signature)
+    def forward(ctx, x, cos, sin, interleaved, tuning):  # noqa: ANN001, ANN205 (autograd's signature)
         ctx.save_for_backward(cos, sin)
-        ctx.interleaved, ctx.heads_per_program = interleaved, heads_per_program
-        return _rotate(x, cos, sin, interleaved, False, heads_per_program)
+        ctx.interleaved, ctx.tuning = interleaved, tuning
+        return _rotate(x, cos, sin, interleaved, False, **tuning)
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
         cos, sin = ctx.saved_tensors
-        grad_x = _rotate(grad, cos, sin, ctx.interleaved, True, ctx.heads_per_program)
+        grad_x = _rotate(grad, cos, sin, ctx.interleaved, True, **ctx.tuning)
         return grad_x, None, None, None, None
 
 
@@ -196,6 +200,8 @@ def apply_rope_triton(
     *,
     layout: str = "half",
     heads_per_program: int | None = None,
+    block_t: int | None = None,
+    num_warps: int = 4,
 ) -> torch.Tensor:
     """Triton ``apply_rope``: ``x`` ``(..., T, D)`` float32/float16/bfloat16 on CUDA, ``cos``/``sin`` ``(T, r)``
     or with as many dims as ``x`` -> a new ``(..., T, D)`` tensor in ``x.dtype`` (rotated in float32).
@@ -203,7 +209,8 @@ def apply_rope_triton(
     Differentiable in ``x`` (not in ``cos``/``sin``: ``apply_rope`` keeps those on the eager path).
     ``heads_per_program``: heads each program rotates with one read of its cos/sin tile, a divisor of the
     number of heads ``x.shape[-3]`` (default: the largest that still leaves ``MIN_PROGRAMS`` programs); a
-    tuning knob, the result does not depend on it.
+    tuning knob, the result does not depend on it; so are ``block_t`` (positions per program, a power of two;
+    default: tiles of about 2048 values) and ``num_warps``. ``python -m posref.bench --device cuda`` times a few.
     """
     if x.dtype not in DTYPES:
         raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
@@ -216,16 +223,20 @@ def apply_rope_triton(
         raise ValueError(
             "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
         )
-    if heads_per_program is not None:
-        heads = x.shape[-3] if x.ndim >= 3 else 1
-        if (
-            isinstance(heads_per_program, bool)
-            or not isinstance(heads_per_program, int)
-            or heads_per_program < 1
-        ):
-            raise ValueError(f"heads_per_program must be an int >= 1, got {heads_per_program!r}")
-        if heads % heads_per_program:
-            raise ValueError(
-                f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
-            )
-    return _RotateFunction.apply(x, cos, sin, layout == "interleaved", heads_per_program)
+    for name, value in (
+        ("heads_per_program", heads_per_program),
+        ("block_t", block_t),
+        ("num_warps", num_warps),
+    ):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    heads = x.shape[-3] if x.ndim >= 3 else 1
+    if heads_per_program is not None and heads % heads_per_program:
+        raise ValueError(
+            f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
+        )
+    for name, value in (("block_t", block_t), ("num_warps", num_warps)):
+        if value is not None and value & (value - 1):
+            raise ValueError(f"{name} must be a power of two, got {value}")
+    tuning = {"heads_per_program": heads_per_program, "block_t": block_t, "num_warps": num_warps}
+    return _RotateFunction.apply(x, cos, sin, layout == "interleaved", tuning)

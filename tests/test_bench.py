@@ -4,8 +4,10 @@ they are measured by ``python -m posref.bench``, never in tests)."""
 import importlib.util
 import json
 import math
+import sys
 import time
 
+import pytest
 import torch
 
 from posref import apply_rope, bench
@@ -115,3 +117,27 @@ def test_calibration_without_the_student_file_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "STUDENT_IMPLS", tmp_path / "absent.py")
     figures = bench.bench_budgets(torch.device("cpu"), small=True)
     assert "not found" in figures["apply_rope budget calibration"]["skipped"]
+
+
+def test_triton_tuning_times_every_config_in_both_layouts(monkeypatch):
+    """Run in Triton's interpreter (the module imported afresh with TRITON_INTERPRET=1) on a tiny shape."""
+    pytest.importorskip("triton", reason="Triton is not installed")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.delitem(sys.modules, "posref.rope_triton", raising=False)
+    try:
+        figures = bench.bench_triton_tuning(
+            (1, 4, 8, 8), device=torch.device("cpu"), dtype=torch.float32, rounds=1
+        )
+    finally:
+        sys.modules.pop("posref.rope_triton", None)
+    configs = bench.triton_configs(4)
+    assert "default" in configs and "4 heads, 16 positions" in configs and "default, 8 warps" in configs
+    assert set(figures) == {
+        f"{layout} {c} / copy bandwidth" for layout in ("half", "interleaved") for c in configs
+    }
+    assert all(math.isfinite(v) and v > 0 for v in figures.values())
+    assert set(bench.triton_configs(6)) >= {
+        "1 heads, 8 positions",
+        "6 heads, 32 positions",
+    }  # 4 does not divide 6
+    assert "4 heads, 8 positions" not in bench.triton_configs(6)

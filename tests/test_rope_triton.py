@@ -187,6 +187,21 @@ def test_programs_looping_over_heads(kernel, heads_per_program, per_head_tables,
         module.apply_rope_triton(x, cos, sin, heads_per_program=4)
 
 
+@pytest.mark.parametrize("block_t", [1, 4, 32])  # 13 positions: a partial last block each time but for 1
+def test_positions_per_program(kernel, block_t):
+    device, module = kernel
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 2, 13, 12, generator=g).to(device)
+    cos, sin = _tables(12, torch.arange(40, 53, device=device))
+    for layout in ("half", "interleaved"):
+        got = module.apply_rope_triton(x, cos, sin, layout=layout, block_t=block_t)
+        assert_close(got, apply_rope(x, cos, sin, layout=layout, fused=False), atol=1e-6, what=f"{block_t}")
+    with pytest.raises(ValueError, match="block_t must be a power of two, got 3"):
+        module.apply_rope_triton(x, cos, sin, block_t=3)
+    with pytest.raises(ValueError, match="num_warps must be an int >= 1"):
+        module.apply_rope_triton(x, cos, sin, num_warps=0)
+
+
 @pytest.mark.parametrize("min_programs", [1, 10**9])  # every head in one program; one head per program
 def test_automatic_grouping_of_heads(kernel, monkeypatch, min_programs):
     device, module = kernel
