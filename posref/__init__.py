@@ -26,7 +26,7 @@ from posref.longrope_search import longrope_search, seed_factors
 from posref.model import TinyDecoder, build_model
 from posref.positions import POSITION_METHODS, NoPE, PositionHandler, make_position_handler
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
-from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, layout_permutation, rope_cos_sin
+from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, apply_rope_qk, layout_permutation, rope_cos_sin
 from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import SCALING_METHODS, dynamic_ntk_alpha, ntk_base, rope_frequencies, yarn_mscale
 from posref.tasks import (
@@ -53,6 +53,7 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "apply_rope_qk",
     "attention_scores",
     "causal_mask",
     "dynamic_ntk_alpha",

@@ -122,21 +122,12 @@ def apply_rope(
     r = _check_rope_inputs(x, cos, sin)
     backend = _rope_backend(x, cos, sin, fused)
     if backend == "triton":
-        from posref.rope_triton import apply_rope_triton
-
-        if fused == "triton":
-            return apply_rope_triton(x, cos, sin, layout=layout)
-        try:
-            return apply_rope_triton(x, cos, sin, layout=layout)
-        except Exception as error:  # a Triton/driver mismatch must cost speed, not the student's notebook
-            _TRITON_FAILED.add((x.device.type, x.dtype))
-            warnings.warn(
-                f"posref's Triton RoPE kernel failed ({type(error).__name__}: {error}); using torch.compile "
-                f"for {x.dtype} from now on",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            backend = "compile"
+        out = _run_triton(
+            lambda m: m.apply_rope_triton(x, cos, sin, layout=layout), x, named=fused == "triton"
+        )
+        if out is not None:
+            return out
+        backend = "compile"
     if backend == "compile":
         from posref.rope_fused import apply_rope_fused
 
@@ -175,6 +166,55 @@ def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: 
         and (x.device.type, x.dtype) not in _TRITON_FAILED
     )
     return "triton" if triton_ok else "compile"
+
+
+def _run_triton(call: Callable[[Any], Any], x: torch.Tensor, *, named: bool) -> Any:
+    """``call(posref.rope_triton)``; when Triton was chosen automatically (not ``named``), a failure warns, marks
+    Triton as failed for ``x``'s device type and dtype, and returns None (the caller then uses torch.compile)."""
+    from posref import rope_triton
+
+    if named:
+        return call(rope_triton)
+    try:
+        return call(rope_triton)
+    except Exception as error:  # a Triton/driver mismatch must cost speed, not the student's notebook
+        _TRITON_FAILED.add((x.device.type, x.dtype))
+        warnings.warn(
+            f"posref's Triton RoPE kernel failed ({type(error).__name__}: {error}); using torch.compile "
+            f"for {x.dtype} from now on",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def apply_rope_qk(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "half",
+    fused: bool | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(apply_rope(q, cos, sin), apply_rope(k, cos, sin))``; on the Triton path one launch for both.
+
+    ``q`` ``(..., Hq, T, D)`` and ``k`` ``(..., Hk, T, D)`` go through one kernel when they are equal in shape but
+    for the number of heads (grouped-query attention); otherwise, and on the other backends, one call each.
+    """
+    check_choice("layout", layout, LAYOUTS)
+    _check_rope_inputs(q, cos, sin), _check_rope_inputs(k, cos, sin)
+    one_launch = q.ndim == k.ndim >= 3 and q.shape[:-3] == k.shape[:-3] and q.shape[-2:] == k.shape[-2:]
+    backends = {_rope_backend(q, cos, sin, fused), _rope_backend(k, cos, sin, fused)}
+    if one_launch and backends == {"triton"}:
+        out = _run_triton(
+            lambda m: m.apply_rope_qk_triton(q, k, cos, sin, layout=layout), q, named=fused == "triton"
+        )
+        if out is not None:
+            return out
+    return apply_rope(q, cos, sin, layout=layout, fused=fused), apply_rope(
+        k, cos, sin, layout=layout, fused=fused
+    )
 
 
 def _apply_half(
@@ -367,7 +407,7 @@ class RotaryEmbedding(nn.Module):
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
         cos, sin = self._cos_sin_for(q, positions, offset)
-        return apply_rope(q, cos, sin, layout=self.layout), apply_rope(k, cos, sin, layout=self.layout)
+        return apply_rope_qk(q, k, cos, sin, layout=self.layout)
 
     def rotate(
         self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0

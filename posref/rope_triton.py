@@ -9,7 +9,8 @@ tables, so the kernel is bound by memory bandwidth (measured against a device co
 * half layout: pair ``i`` is ``(i, i + r)``, two contiguous loads;
 * interleaved: pair ``i`` is ``(2i, 2i + 1)``: one contiguous load of ``2r`` values split into even and odd
   lanes (``tl.split``), joined back after the rotation, so loads and stores stay contiguous;
-* dims ``2r .. D`` (partial rotary) are copied through in the same pass.
+* dims ``2r .. D`` (partial rotary) are copied through in the same pass;
+* ``apply_rope_qk_triton`` rotates queries and keys in one launch (the first programs take q, the rest k).
 
 The backward of a rotation by ``theta`` is the rotation by ``-theta``: the same kernel with ``sin`` negated.
 Inputs are validated by ``posref.rope.apply_rope`` before they reach here. With ``TRITON_INTERPRET=1`` set
@@ -36,11 +37,12 @@ def _load_table(ptr, b, h, t, i, stride_b, stride_h, stride_t, stride_r, mask):
 
 
 @triton.jit
-def _rope_kernel(
+def _rotate_heads(
+    pid,
     x_ptr,
+    out_ptr,
     cos_ptr,
     sin_ptr,
-    out_ptr,
     H,
     T,
     R,
@@ -67,8 +69,7 @@ def _rope_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK_P: tl.constexpr,
 ):
-    # program -> (batch b, group of heads, block of positions t); it loops over the heads of its group
-    pid = tl.program_id(0)
+    """Program ``pid`` of one tensor -> (batch b, group of heads, block of positions t); loops over its heads."""
     rest = pid // n_tblocks
     b = (rest // n_hgroups).to(tl.int64)
     h0 = ((rest % n_hgroups) * heads_per_program).to(tl.int64)
@@ -109,6 +110,64 @@ def _rope_kernel(
             tl.store(out_row + p[None, :], v, mask=pass_mask)
 
 
+@triton.jit
+def _rope_kernel(
+    q_ptr,
+    q_out_ptr,
+    k_ptr,
+    k_out_ptr,
+    cos_ptr,
+    sin_ptr,
+    n_q_programs,
+    T,
+    R,
+    D,
+    n_tblocks,
+    q_heads,
+    q_hgroups,
+    q_heads_per_program,
+    sqb,
+    sqh,
+    sqt,
+    sqd,
+    k_heads,
+    k_hgroups,
+    k_heads_per_program,
+    skb,
+    skh,
+    skt,
+    skd,
+    scb,
+    sch,
+    sct,
+    scr,
+    ssb,
+    ssh,
+    sst,
+    ssr,
+    INTERLEAVED: tl.constexpr,
+    INVERSE: tl.constexpr,
+    TABLES_PER_HEAD: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_P: tl.constexpr,
+):
+    # the first n_q_programs programs rotate q, the rest k (for one tensor alone there is no rest)
+    pid = tl.program_id(0)
+    if pid < n_q_programs:
+        _rotate_heads(
+            pid, q_ptr, q_out_ptr, cos_ptr, sin_ptr, q_heads, T, R, D, n_tblocks, q_hgroups, q_heads_per_program,
+            sqb, sqh, sqt, sqd, scb, sch, sct, scr, ssb, ssh, sst, ssr,
+            INTERLEAVED, INVERSE, TABLES_PER_HEAD, BLOCK_T, BLOCK_R, BLOCK_P,
+        )  # fmt: skip
+    else:
+        _rotate_heads(
+            pid - n_q_programs, k_ptr, k_out_ptr, cos_ptr, sin_ptr, k_heads, T, R, D, n_tblocks, k_hgroups,
+            k_heads_per_program, skb, skh, skt, skd, scb, sch, sct, scr, ssb, ssh, sst, ssr,
+            INTERLEAVED, INVERSE, TABLES_PER_HEAD, BLOCK_T, BLOCK_R, BLOCK_P,
+        )  # fmt: skip
+
+
 def _as_4d(t: torch.Tensor) -> torch.Tensor:
     """``(..., T, last)`` -> ``(B, H, T, last)``: a view up to 4 dims; more leading dims are flattened."""
     if t.ndim <= 4:
@@ -119,8 +178,16 @@ def _as_4d(t: torch.Tensor) -> torch.Tensor:
 MIN_PROGRAMS = 1024  # enough programs to fill an H100/H200 (132 SMs) several times over
 
 
+def _heads_per_program(batch: int, heads: int, n_tblocks: int) -> int:
+    """The largest divisor of ``heads`` that still leaves ``MIN_PROGRAMS`` programs (1 if none does)."""
+    fitting = (
+        d for d in range(1, heads + 1) if heads % d == 0 and batch * (heads // d) * n_tblocks >= MIN_PROGRAMS
+    )
+    return max(fitting, default=1)
+
+
 def _rotate(
-    x: torch.Tensor,
+    xs: tuple[torch.Tensor, ...],
     cos: torch.Tensor,
     sin: torch.Tensor,
     interleaved: bool,
@@ -128,69 +195,91 @@ def _rotate(
     heads_per_program: int | None = None,
     block_t: int | None = None,
     num_warps: int = 4,
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, ...]:
+    """Rotate one tensor, or q and k (equal but for the number of heads, dim -3), in one launch."""
     r = cos.shape[-1]
-    x4 = _as_4d(x)
-    cos4 = _as_4d(cos.expand(*x.shape[:-1], r))
-    sin4 = _as_4d(sin.expand(*x.shape[:-1], r))
-    batch, heads, seq, dim = x4.shape
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    if out.numel() == 0:
-        return out
+    x4s = [_as_4d(x) for x in xs]
+    cos4 = _as_4d(cos.expand(*xs[0].shape[:-1], r))
+    sin4 = _as_4d(sin.expand(*xs[0].shape[:-1], r))
+    outs = tuple(torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in xs)
+    batch, _, seq, dim = x4s[0].shape
+    if batch * seq == 0:
+        return outs
     block_r = triton.next_power_of_2(max(r, 1))
     if block_t is None:  # tiles of about 2048 values of x
         block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
     block_p = triton.next_power_of_2(dim - 2 * r) if dim > 2 * r else 0
     n_tblocks = triton.cdiv(seq, block_t)
-    if heads_per_program is None:  # as many heads per program (one cos/sin read) as still fill the GPU
-        heads_per_program = max(
-            (
-                d
-                for d in range(1, heads + 1)
-                if heads % d == 0 and batch * (heads // d) * n_tblocks >= MIN_PROGRAMS
-            ),
-            default=1,
-        )
-    n_hgroups = heads // heads_per_program
-    tables_per_head = heads_per_program > 1 and (cos4.stride(1) != 0 or sin4.stride(1) != 0)
-    _rope_kernel[(batch * n_hgroups * n_tblocks,)](
-        x4,
-        cos4,
-        sin4,
-        out,
-        heads,
-        seq,
-        r,
-        dim,
-        n_tblocks,
-        n_hgroups,
-        heads_per_program,
-        *x4.stride(),
-        *cos4.stride(),
-        *sin4.stride(),
-        INTERLEAVED=interleaved,
-        INVERSE=inverse,
-        TABLES_PER_HEAD=tables_per_head,
-        BLOCK_T=block_t,
-        BLOCK_R=block_r,
-        BLOCK_P=block_p,
-        num_warps=num_warps,
-    )
-    return out
+    per_tensor = []  # (heads, groups of heads, heads per program, strides) for q, then k
+    for x4 in x4s:
+        heads = x4.shape[1]
+        hpp = heads_per_program or _heads_per_program(batch, heads, n_tblocks)
+        per_tensor.append((heads, heads // hpp, hpp, *x4.stride()))
+    (q4, q_out), (k4, k_out) = (x4s[0], outs[0]), (x4s[-1], outs[-1])  # one tensor: k is q, never reached
+    n_q_programs = batch * per_tensor[0][1] * n_tblocks
+    n_programs = sum(batch * groups * n_tblocks for _, groups, *_ in per_tensor)
+    tables_per_head = any(p[2] > 1 for p in per_tensor) and (cos4.stride(1) != 0 or sin4.stride(1) != 0)
+    if n_programs:
+        _rope_kernel[(n_programs,)](
+            q4, q_out, k4, k_out, cos4, sin4, n_q_programs, seq, r, dim, n_tblocks,
+            *per_tensor[0], *per_tensor[-1], *cos4.stride(), *sin4.stride(),
+            INTERLEAVED=interleaved, INVERSE=inverse, TABLES_PER_HEAD=tables_per_head,
+            BLOCK_T=block_t, BLOCK_R=block_r, BLOCK_P=block_p, num_warps=num_warps,
+        )  # fmt: skip
+    return outs
 
 
 class _RotateFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, cos, sin, interleaved, tuning):  # noqa: ANN001, ANN205 (autograd's signature)
-        ctx.save_for_backward(cos, sin)
-        ctx.interleaved, ctx.tuning = interleaved, tuning
-        return _rotate(x, cos, sin, interleaved, False, **tuning)
+    """Rotation of one or two tensors; its backward is the inverse rotation of the incoming gradients."""
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: ANN001, ANN205
+    def forward(ctx, cos, sin, interleaved, tuning, *xs):  # noqa: ANN001, ANN205 (autograd's signature)
+        ctx.save_for_backward(cos, sin)
+        ctx.interleaved, ctx.tuning = interleaved, tuning
+        return _rotate(xs, cos, sin, interleaved, False, **tuning)
+
+    @staticmethod
+    def backward(ctx, *grads):  # noqa: ANN001, ANN205
         cos, sin = ctx.saved_tensors
-        grad_x = _rotate(grad, cos, sin, ctx.interleaved, True, **ctx.tuning)
-        return grad_x, None, None, None, None
+        given = tuple(g for g in grads if g is not None)  # an output that reached no loss has no gradient
+        rotated = iter(_rotate(given, cos, sin, ctx.interleaved, True, **ctx.tuning) if given else ())
+        return None, None, None, None, *(None if g is None else next(rotated) for g in grads)
+
+
+def _check(
+    xs: tuple[torch.Tensor, ...],
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    heads_per_program: int | None,
+    block_t: int | None,
+    num_warps: int,
+) -> dict[str, int | None]:
+    for x in xs:
+        if x.dtype not in DTYPES:
+            raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
+        if not (x.is_cuda or INTERPRETED):
+            raise ValueError(
+                f"the Triton RoPE kernel needs CUDA tensors, x is on {x.device} "
+                "(set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
+            )
+    if cos.requires_grad or sin.requires_grad:
+        raise ValueError(
+            "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
+        )
+    knobs = {"heads_per_program": heads_per_program, "block_t": block_t, "num_warps": num_warps}
+    for name, value in knobs.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    for x in xs:
+        heads = x.shape[-3] if x.ndim >= 3 else 1
+        if heads_per_program is not None and heads % heads_per_program:
+            raise ValueError(
+                f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
+            )
+    for name in ("block_t", "num_warps"):
+        if knobs[name] is not None and knobs[name] & (knobs[name] - 1):
+            raise ValueError(f"{name} must be a power of two, got {knobs[name]}")
+    return knobs
 
 
 def apply_rope_triton(
@@ -212,31 +301,30 @@ def apply_rope_triton(
     tuning knob, the result does not depend on it; so are ``block_t`` (positions per program, a power of two;
     default: tiles of about 2048 values) and ``num_warps``. ``python -m posref.bench --device cuda`` times a few.
     """
-    if x.dtype not in DTYPES:
-        raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
-    if not (x.is_cuda or INTERPRETED):
+    knobs = _check((x,), cos, sin, heads_per_program, block_t, num_warps)
+    return _RotateFunction.apply(cos, sin, layout == "interleaved", knobs, x)[0]
+
+
+def apply_rope_qk_triton(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    layout: str = "half",
+    heads_per_program: int | None = None,
+    block_t: int | None = None,
+    num_warps: int = 4,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries ``(..., Hq, T, D)`` and keys ``(..., Hk, T, D)`` rotated in one launch -> ``(q_rot, k_rot)``.
+
+    ``q`` and ``k`` must be equal in shape but for the number of heads (grouped-query attention has fewer key
+    heads); the options are those of ``apply_rope_triton`` (``heads_per_program`` must divide both).
+    """
+    if q.ndim != k.ndim or q.ndim < 3 or q.shape[:-3] != k.shape[:-3] or q.shape[-2:] != k.shape[-2:]:
         raise ValueError(
-            f"the Triton RoPE kernel needs CUDA tensors, x is on {x.device} "
-            "(set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
+            f"q and k must be (..., heads, T, D) and equal but for their heads, got {tuple(q.shape)} and "
+            f"{tuple(k.shape)}"
         )
-    if cos.requires_grad or sin.requires_grad:
-        raise ValueError(
-            "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
-        )
-    for name, value in (
-        ("heads_per_program", heads_per_program),
-        ("block_t", block_t),
-        ("num_warps", num_warps),
-    ):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    heads = x.shape[-3] if x.ndim >= 3 else 1
-    if heads_per_program is not None and heads % heads_per_program:
-        raise ValueError(
-            f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
-        )
-    for name, value in (("block_t", block_t), ("num_warps", num_warps)):
-        if value is not None and value & (value - 1):
-            raise ValueError(f"{name} must be a power of two, got {value}")
-    tuning = {"heads_per_program": heads_per_program, "block_t": block_t, "num_warps": num_warps}
-    return _RotateFunction.apply(x, cos, sin, layout == "interleaved", tuning)
+    knobs = _check((q, k), cos, sin, heads_per_program, block_t, num_warps)
+    return _RotateFunction.apply(cos, sin, layout == "interleaved", knobs, q, k)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
 import pytest
 import torch
 
@@ -27,3 +34,31 @@ def assert_close(
 @pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@contextmanager
+def fresh_rope_triton(*, interpret: bool) -> Iterator[ModuleType]:
+    """``posref.rope_triton`` imported afresh: kernels run by Triton's interpreter (on CPU tensors) when
+    ``interpret``, compiled otherwise. Triton reads ``TRITON_INTERPRET`` when a kernel is decorated, i.e. at
+    import; afterwards the module is forgotten and whatever was imported before is put back, so no other test
+    meets an interpreted kernel."""
+    import posref
+
+    saved = sys.modules.pop("posref.rope_triton", None), posref.__dict__.pop("rope_triton", None)
+    saved_env = os.environ.get("TRITON_INTERPRET")
+    try:
+        if interpret:
+            os.environ["TRITON_INTERPRET"] = "1"
+        else:
+            os.environ.pop("TRITON_INTERPRET", None)
+        module = importlib.import_module("posref.rope_triton")
+        yield module
+    finally:
+        if saved_env is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved_env
+        sys.modules.pop("posref.rope_triton", None)
+        posref.__dict__.pop("rope_triton", None)
+        if saved[0] is not None:
+            sys.modules["posref.rope_triton"], posref.rope_triton = saved

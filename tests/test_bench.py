@@ -4,11 +4,11 @@ they are measured by ``python -m posref.bench``, never in tests)."""
 import importlib.util
 import json
 import math
-import sys
 import time
 
 import pytest
 import torch
+from conftest import fresh_rope_triton
 
 from posref import apply_rope, bench
 from posref.bench import (
@@ -119,17 +119,13 @@ def test_calibration_without_the_student_file_says_so(tmp_path, monkeypatch):
     assert "not found" in figures["apply_rope budget calibration"]["skipped"]
 
 
-def test_triton_tuning_times_every_config_in_both_layouts(monkeypatch):
+def test_triton_tuning_times_every_config_in_both_layouts():
     """Run in Triton's interpreter (the module imported afresh with TRITON_INTERPRET=1) on a tiny shape."""
     pytest.importorskip("triton", reason="Triton is not installed")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.delitem(sys.modules, "posref.rope_triton", raising=False)
-    try:
+    with fresh_rope_triton(interpret=True):
         figures = bench.bench_triton_tuning(
             (1, 4, 8, 8), device=torch.device("cpu"), dtype=torch.float32, rounds=1
         )
-    finally:
-        sys.modules.pop("posref.rope_triton", None)
     configs = bench.triton_configs(4)
     assert "default" in configs and "4 heads, 16 positions" in configs and "default, 8 warps" in configs
     assert set(figures) == {

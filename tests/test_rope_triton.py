@@ -6,16 +6,14 @@ imported afresh with ``TRITON_INTERPRET=1``), so CI checks the kernel's indexing
 
 from __future__ import annotations
 
-import importlib
-import sys
 import warnings
 
 import pytest
 import torch
-from conftest import DEVICES, assert_close
+from conftest import DEVICES, assert_close, fresh_rope_triton
 
 import posref.rope
-from posref import apply_rope, rope_cos_sin, rope_frequencies
+from posref import RotaryEmbedding, apply_rope, apply_rope_qk, rope_cos_sin, rope_frequencies
 
 pytest.importorskip("triton", reason="Triton is not installed (it comes with CUDA builds of torch)")
 
@@ -23,14 +21,10 @@ TOL = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}  # one 
 
 
 @pytest.fixture(params=DEVICES)
-def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+def kernel(request: pytest.FixtureRequest):
     """``(device, posref.rope_triton)``: the real kernel on CUDA, Triton's interpreter on CPU."""
-    monkeypatch.delitem(sys.modules, "posref.rope_triton", raising=False)
-    if request.param == "cpu":
-        monkeypatch.setenv("TRITON_INTERPRET", "1")  # read when the kernel is decorated, i.e. at import
-    module = importlib.import_module("posref.rope_triton")
-    yield request.param, module
-    sys.modules.pop("posref.rope_triton", None)  # the next import gets the mode of its own environment
+    with fresh_rope_triton(interpret=request.param == "cpu") as module:
+        yield request.param, module
 
 
 def _tables(dim: int, positions: torch.Tensor, partial_rotary_factor: float = 1.0):
@@ -114,15 +108,12 @@ def test_refuses_what_it_cannot_do(kernel):
         module.apply_rope_triton(x, cos.clone().requires_grad_(), sin)
 
 
-def test_needs_cuda_outside_the_interpreter(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.delitem(sys.modules, "posref.rope_triton", raising=False)
-    module = importlib.import_module("posref.rope_triton")
-    x = torch.randn(5, 8)
-    cos, sin = _tables(8, torch.arange(5))
-    with pytest.raises(ValueError, match="needs CUDA tensors, x is on cpu"):
-        module.apply_rope_triton(x, cos, sin)
-    sys.modules.pop("posref.rope_triton", None)
+def test_needs_cuda_outside_the_interpreter():
+    with fresh_rope_triton(interpret=False) as module:
+        x = torch.randn(5, 8)
+        cos, sin = _tables(8, torch.arange(5))
+        with pytest.raises(ValueError, match="needs CUDA tensors, x is on cpu"):
+            module.apply_rope_triton(x, cos, sin)
 
 
 def test_apply_rope_dispatch():
@@ -212,3 +203,59 @@ def test_automatic_grouping_of_heads(kernel, monkeypatch, min_programs):
     for layout in ("half", "interleaved"):
         got = module.apply_rope_triton(x, cos, sin, layout=layout)
         assert_close(got, apply_rope(x, cos, sin, layout=layout, fused=False), atol=1e-6, what=layout)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize(
+    "kv_heads", [6, 2, 1]
+)  # as many key heads as query heads, grouped-query, multi-query
+def test_queries_and_keys_in_one_launch(kernel, layout, kv_heads):
+    device, module = kernel
+    g = torch.Generator().manual_seed(7)
+    q = torch.randn(2, 6, 11, 20, generator=g).to(device)
+    k = torch.randn(2, kv_heads, 11, 20, generator=g).to(device).to(torch.bfloat16)  # dtypes may differ
+    positions = torch.randint(0, 2000, (2, 11), generator=g).to(device)
+    cos, sin = _tables(20, positions, partial_rotary_factor=0.8)
+    cos, sin = cos[:, None], sin[:, None]
+    q_rot, k_rot = module.apply_rope_qk_triton(q, k, cos, sin, layout=layout)
+    assert (q_rot.dtype, k_rot.dtype) == (torch.float32, torch.bfloat16)
+    assert_close(q_rot, apply_rope(q, cos, sin, layout=layout, fused=False), atol=1e-6, what="q")
+    assert_close(
+        k_rot, apply_rope(k, cos, sin, layout=layout, fused=False), atol=1.6e-2, rtol=1.6e-2, what="k"
+    )
+    # gradients, also when only one of the two outputs reaches the loss
+    qt, kt = q.clone().requires_grad_(), k.float().clone().requires_grad_()
+    q_out, k_out = module.apply_rope_qk_triton(qt, kt, cos, sin, layout=layout)
+    (q_out.square().sum() + 3 * k_out.sum()).backward()
+    qe, ke = q.clone().requires_grad_(), k.float().clone().requires_grad_()
+    (apply_rope(qe, cos, sin, layout=layout, fused=False).square().sum()).backward()
+    (3 * apply_rope(ke, cos, sin, layout=layout, fused=False).sum()).backward()
+    assert_close(qt.grad, qe.grad, atol=1e-5, what="q gradient")
+    assert_close(kt.grad, ke.grad, atol=1e-5, what="k gradient")
+    only_q = q.clone().requires_grad_()
+    module.apply_rope_qk_triton(only_q, kt.detach(), cos, sin, layout=layout)[0].sum().backward()
+    assert_close(
+        only_q.grad, apply_rope(torch.ones_like(q), cos, -sin, layout=layout, fused=False), atol=1e-5
+    )
+    with pytest.raises(ValueError, match="equal but for their heads"):
+        module.apply_rope_qk_triton(q, k[:, :, :5], cos, sin)
+
+
+def test_rotary_embedding_uses_one_launch_for_queries_and_keys(kernel, monkeypatch):
+    """posref.apply_rope_qk (what RotaryEmbedding calls) takes the one-launch path when the shapes allow it."""
+    device, module = kernel
+    launches = []
+    one_launch = module.apply_rope_qk_triton
+    monkeypatch.setattr(
+        module, "apply_rope_qk_triton", lambda *a, **kw: launches.append(1) or one_launch(*a, **kw)
+    )
+    rope = RotaryEmbedding(16, base=500.0).to(device)
+    q, k = torch.randn(2, 4, 9, 16, device=device), torch.randn(2, 2, 9, 16, device=device)
+    q_rot, k_rot = apply_rope_qk(q, k, *rope.cos_sin(torch.arange(9, device=device)), fused="triton")
+    assert launches == [1]
+    want_q, want_k = rope(q, k)  # eager on CPU, the same kernel on CUDA
+    assert_close(q_rot, want_q, atol=1e-6, what="q")
+    assert_close(k_rot, want_k, atol=1e-6, what="k")
+    q_rot, k_rot = apply_rope_qk(q, k[0], *rope.cos_sin(torch.arange(9, device=device)), fused="triton")
+    assert launches == [1], "q (B, H, T, D) and k (H, T, D): one call each, not the one-launch kernel"
+    assert_close(k_rot, want_k[0], atol=1e-6, what="k alone")

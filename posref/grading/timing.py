@@ -103,9 +103,9 @@ def speed_ratio(
     least ``min_round_s``). ``give_up_above``: stop early, after 3 rounds, when every ratio so far exceeds it
     (a function 100x over budget need not be timed 11 times to know it is over); and cut a round of the student
     short once it has taken twice ``give_up_above`` times the reference's latest round, so a function 1000x
-    slower costs a few dozen reference rounds, not 1000. A cut round's ratio is a lower bound, near twice
-    ``give_up_above`` (above it unless the reference's round time doubles from one round to the next), so a
-    decision "over a budget below ``give_up_above``" is the same as with whole rounds.
+    slower costs a few dozen reference rounds, not 1000. A cut round's ratio is taken against the reference
+    round that set its cap: a lower bound of the true ratio, above twice ``give_up_above``, so a decision
+    "over a budget below ``give_up_above``" is the same as with whole rounds.
     """
     with single_thread():
         for _ in range(warmup):
@@ -116,12 +116,16 @@ def speed_ratio(
         ratios: list[float] = []
         for r in range(rounds):
             if r % 2:  # the student first: capped by the reference's previous round
-                t_student = _run(student, pool, reps, device, stop_after=cap * t_reference)
+                t_capping = t_reference
+                t_student = _run(student, pool, reps, device, stop_after=cap * t_capping)
                 t_reference = _run(reference, pool, reps, device)
             else:
-                t_reference = _run(reference, pool, reps, device)
-                t_student = _run(student, pool, reps, device, stop_after=cap * t_reference)
-            ratios.append(t_student / max(t_reference, 1e-9))
+                t_reference = t_capping = _run(reference, pool, reps, device)
+                t_student = _run(student, pool, reps, device, stop_after=cap * t_capping)
+            # a round that ran past the cap is compared with the reference time that set the cap, so its ratio
+            # is above the cap even when the reference's next round happens to be slower
+            cut = t_student > cap * t_capping
+            ratios.append(t_student / max(t_capping if cut else t_reference, 1e-9))
             if give_up_above is not None and len(ratios) >= 3 and min(ratios) > give_up_above:
                 break
     return statistics.median(ratios), ratios
