@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from posref.grading.timing import synchronize
-from posref.rope import apply_rope, rope_cos_sin
+from posref.rope import apply_rope, apply_rope_qk, rope_cos_sin
 from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
@@ -148,6 +148,10 @@ def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torc
             contenders[f"{label} {layout}"] = lambda layout=layout, backend=backend: (
                 apply_rope(q, cos, sin, layout=layout, fused=backend),
                 apply_rope(k, cos, sin, layout=layout, fused=backend),
+            )
+        if "triton" in rope_backends(device):  # what RotaryEmbedding runs on CUDA: q and k in one launch
+            contenders[f"triton q+k one launch {layout}"] = lambda layout=layout: apply_rope_qk(
+                q, k, cos, sin, layout=layout, fused="triton"
             )
     times = interleaved_times(contenders, rounds=rounds, warmup=3, device=device)
     moved = 4 * q.numel() * q.element_size()  # read q and k, write two outputs
