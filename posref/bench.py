@@ -89,16 +89,24 @@ def _transformers_rope() -> Callable | None:
     return apply_rotary_pos_emb
 
 
-def bench_apply_rope(
-    shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype, rounds: int, fused: bool
-) -> dict[str, float]:
-    """Ratios (and on CUDA, bandwidth) for one ``(B, H, T, D)`` shape; q and k rotated together."""
+def rope_inputs(
+    shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded ``q``, ``k`` of ``shape`` ``(B, H, T, D)`` and plain RoPE's cos/sin ``(T, D/2)`` for them."""
     g = torch.Generator(device=device).manual_seed(0)
     q = torch.randn(shape, generator=g, device=device, dtype=dtype)
     k = torch.randn(shape, generator=g, device=device, dtype=dtype)
     cos, sin = rope_cos_sin(
         torch.arange(shape[-2], device=device), rope_frequencies(shape[-1], device=device)[0]
     )
+    return q, k, cos, sin
+
+
+def bench_apply_rope(
+    shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype, rounds: int, fused: bool
+) -> dict[str, float]:
+    """Ratios (and on CUDA, bandwidth) for one ``(B, H, T, D)`` shape; q and k rotated together."""
+    q, k, cos, sin = rope_inputs(shape, device=device, dtype=dtype)
     contenders: dict[str, Callable[[], object]] = {"copy floor": lambda: (q.clone(), k.clone())}
     for layout in ("half", "interleaved"):
         for label, backend in rope_backends(device, fused=fused).items():
@@ -136,12 +144,7 @@ def bench_apply_rope(
 def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torch.dtype, rounds: int) -> dict:
     """``apply_rope`` on q and k with each backend (``rope_backends``) vs a device copy of the same bytes:
     achieved GB/s and the fraction of the copy's."""
-    g = torch.Generator(device=device).manual_seed(0)
-    q = torch.randn(shape, generator=g, device=device, dtype=dtype)
-    k = torch.randn(shape, generator=g, device=device, dtype=dtype)
-    cos, sin = rope_cos_sin(
-        torch.arange(shape[-2], device=device), rope_frequencies(shape[-1], device=device)[0]
-    )
+    q, k, cos, sin = rope_inputs(shape, device=device, dtype=dtype)
     contenders = {"copy": lambda: (q.clone(), k.clone())}
     for layout in ("half", "interleaved"):
         for label, backend in rope_backends(device).items():
@@ -186,12 +189,7 @@ def bench_triton_tuning(
     """
     from posref.rope_triton import apply_rope_triton
 
-    g = torch.Generator(device=device).manual_seed(0)
-    q = torch.randn(shape, generator=g, device=device, dtype=dtype)
-    k = torch.randn(shape, generator=g, device=device, dtype=dtype)
-    cos, sin = rope_cos_sin(
-        torch.arange(shape[-2], device=device), rope_frequencies(shape[-1], device=device)[0]
-    )
+    q, k, cos, sin = rope_inputs(shape, device=device, dtype=dtype)
     contenders: dict[str, Callable[[], object]] = {"copy": lambda: (q.clone(), k.clone())}
     for layout in ("half", "interleaved"):
         for label, knobs in triton_configs(shape[-3]).items():

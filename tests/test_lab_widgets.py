@@ -8,14 +8,10 @@ change the PNG the ``Output`` shows and the plotted curves must follow the new s
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
-from test_widgets import REPO, assert_pixels_differ, by_gid, shown_png
+from test_widgets import assert_pixels_differ, by_gid, run_headless, shown_png
 from torch import nn
 
 from posref import lab_widgets as LW
@@ -197,10 +193,4 @@ print("headless ok")
 
 
 def test_the_explorer_works_headless() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env.update(MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH")))))
-    result = subprocess.run(
-        [sys.executable, "-c", HEADLESS], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "headless ok" in result.stdout
+    run_headless(HEADLESS)

@@ -447,11 +447,16 @@ print("headless ok")
 """
 
 
-def test_every_explorer_works_headless() -> None:
+def run_headless(code: str) -> None:
+    """Run ``code`` in a fresh Python with no display and the Agg backend; it must print "headless ok"."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env.update(MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH")))))
     result = subprocess.run(
-        [sys.executable, "-c", HEADLESS], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "headless ok" in result.stdout
+
+
+def test_every_explorer_works_headless() -> None:
+    run_headless(HEADLESS)
