@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from posref.grading.timing import synchronize
-from posref.rope import apply_rope, apply_rope_qk, rope_cos_sin
+from posref.rope import apply_rope, apply_rope_qk, fused_backends, rope_cos_sin
 from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
@@ -70,14 +70,9 @@ def rope_backends(device: torch.device, *, fused: bool = True) -> dict[str, bool
     the Triton kernel (when Triton is installed) and ``torch.compile`` separately; elsewhere ``torch.compile``
     as "fused". ``fused=False`` keeps eager only."""
     backends: dict[str, bool | str] = {"eager": False}
-    if not fused:
-        return backends
-    if device.type == "cuda":
-        if importlib.util.find_spec("triton") is not None:
-            backends["triton"] = "triton"
-        backends["compile"] = "compile"
-    else:
-        backends["fused"] = "compile"
+    if fused:
+        for name in fused_backends(device):
+            backends[name if device.type == "cuda" else "fused"] = name
     return backends
 
 

@@ -140,12 +140,21 @@ def apply_rope(
 
 
 FUSED_BACKENDS = ("triton", "compile")
+TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _TRITON_FAILED: set[tuple[str, torch.dtype]] = set()
 
 
 @functools.cache
 def _triton_installed() -> bool:
     return importlib.util.find_spec("triton") is not None
+
+
+def fused_backends(device: torch.device | str) -> tuple[str, ...]:
+    """The values of ``apply_rope``'s ``fused`` that can run on ``device``'s type: on CUDA ``"triton"`` (when
+    Triton is installed) and ``"compile"``; elsewhere ``"compile"``."""
+    if torch.device(device).type == "cuda" and _triton_installed():
+        return FUSED_BACKENDS
+    return ("compile",)
 
 
 def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: bool | str | None) -> str:
@@ -160,8 +169,8 @@ def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: 
     if not x.is_cuda:
         return "compile"
     triton_ok = (
-        _triton_installed()
-        and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        "triton" in fused_backends(x.device)
+        and x.dtype in TRITON_DTYPES
         and not (torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad))
         and (x.device.type, x.dtype) not in _TRITON_FAILED
     )

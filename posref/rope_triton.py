@@ -25,8 +25,9 @@ import torch
 import triton
 import triton.language as tl
 
+from posref.rope import TRITON_DTYPES as DTYPES
+
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @triton.jit

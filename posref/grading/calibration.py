@@ -18,7 +18,7 @@ from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
 from posref.grading.rope import apply_rope_speed_pool, apply_rope_speed_ratio
 from posref.grading.timing import seconds_per_call
-from posref.rope import apply_rope
+from posref.rope import apply_rope, fused_backends
 
 KINDS = ("sane", "slow")
 DEFAULT = "default, as checked"
@@ -31,12 +31,7 @@ def _reference_backends(device: torch.device) -> dict[str, bool | str | None]:
     """``apply_rope``'s ``fused`` argument for each backend whose time per call is reported on ``device``."""
     backends: dict[str, bool | str | None] = {DEFAULT: None}
     if device.type == "cuda":
-        import importlib.util
-
-        if importlib.util.find_spec("triton") is not None:
-            backends["triton"] = "triton"
-        backends["compile"] = "compile"
-        backends["eager"] = False
+        backends.update({name: name for name in fused_backends(device)}, eager=False)
     return backends
 
 
