@@ -11,9 +11,25 @@ POSREF_RELEASE_DIR for the demo assignment, which plain nbgrader use never needs
 """
 
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+# `nbgrader autograde` typed by hand runs each submission in an ordinary kernel on this machine: a hostile
+# notebook could read other students' work or write the gradebook, and its in-kernel scores would replace the
+# score of record. Refuse it unless asked for knowingly (trusted notebooks only).
+_launcher = Path(sys.argv[0])
+if (
+    (_launcher.name == "nbgrader" or _launcher.parts[-2:] == ("nbgrader", "__main__.py"))
+    and sys.argv[1:2] == ["autograde"]
+    and os.environ.get("POSREF_ALLOW_PLAIN_AUTOGRADE") != "1"
+):
+    raise SystemExit(
+        "posref: plain `nbgrader autograde` would run submissions unsandboxed and overwrite the score of record. "
+        "Grade with `python -m autograder autograde ASSIGNMENT` (see autograder/README.md), or set "
+        "POSREF_ALLOW_PLAIN_AUTOGRADE=1 to run plain nbgrader on notebooks you trust."
+    )
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()

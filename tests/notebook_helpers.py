@@ -178,7 +178,8 @@ def assert_round_trip(name: str, course: Path, monkeypatch, *, clean: bool = Fal
             assert solved["problems"] == [], f"{name}: cells failed in the sandbox: {solved['problems']}"
         how = "score of record"
     else:
-        nbgrader("autograde", name, "--create", "--force", course_dir=course, env=dict(os.environ))
+        env = dict(os.environ, POSREF_ALLOW_PLAIN_AUTOGRADE="1")  # the course's own solutions: trusted
+        nbgrader("autograde", name, "--create", "--force", course_dir=course, env=env)
         how = f"plain nbgrader autograde; sandbox unavailable: {problem}"
     report_time(f"{name} (autograde of both submissions, {how})", time.perf_counter() - start)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "posref") as gb:

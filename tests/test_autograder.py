@@ -11,8 +11,12 @@ from __future__ import annotations
 import csv
 import html
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +163,42 @@ def test_import_from_an_archive(tmp_path, monkeypatch):
     assert cli.import_submissions(tmp_path / "subs.zip", "positions") == ["alice"]
     assert (tmp_path / "course" / "submitted" / "alice" / "positions" / "positions.ipynb").exists()
     assert archive.endswith(".zip")
+
+
+@pytest.mark.parametrize("launcher", ["console script", "python -m nbgrader"])
+def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
+    """Typed by hand, `nbgrader autograde` would grade unsandboxed over the score of record: the config refuses it."""
+    from autograder.cli import CONFIG, REPO
+
+    if launcher == "console script":  # what `nbgrader ...` runs: the environment's bin/nbgrader
+        script = Path(sys.executable).parent / "nbgrader"
+        if not script.is_file():
+            pytest.skip(f"no nbgrader console script beside {sys.executable}")
+        command = [str(script)]
+    else:
+        command = [sys.executable, "-m", "nbgrader"]
+    env = {k: v for k, v in os.environ.items() if k != "POSREF_ALLOW_PLAIN_AUTOGRADE"}
+    env["POSREF_COURSE_DIR"] = str(tmp_path / "course")
+    args = ["autograde", "01_order", f"--JupyterApp.config_file={CONFIG}"]
+    refused = subprocess.run(
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode != 0
+    assert "python -m autograder autograde" in refused.stderr, refused.stderr[-2000:]
+    # allowed knowingly, nbgrader itself runs (and finds nothing submitted in the empty course)
+    env["POSREF_ALLOW_PLAIN_AUTOGRADE"] = "1"
+    allowed = subprocess.run(
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "python -m autograder autograde" not in allowed.stderr, allowed.stderr[-2000:]
+    # other nbgrader commands are untouched
+    env.pop("POSREF_ALLOW_PLAIN_AUTOGRADE")
+    listed = subprocess.run(
+        [*command, "db", "student", "list", f"--JupyterApp.config_file={CONFIG}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
