@@ -206,10 +206,11 @@ def _rotate(
     batch, _, seq, dim = x4s[0].shape
     if batch * seq == 0:
         return outs
-    block_r = triton.next_power_of_2(max(r, 1))
+    # blocks of at least 2 (masks cover the excess): a one-element tl.arange is legal but rarely exercised
+    block_r = max(2, triton.next_power_of_2(r))
     if block_t is None:  # tiles of about 2048 values of x
-        block_t = max(1, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
-    block_p = triton.next_power_of_2(dim - 2 * r) if dim > 2 * r else 0
+        block_t = max(2, min(64, 2048 // (2 * block_r), triton.next_power_of_2(seq)))
+    block_p = max(2, triton.next_power_of_2(dim - 2 * r)) if dim > 2 * r else 0
     n_tblocks = triton.cdiv(seq, block_t)
     per_tensor = []  # (heads, groups of heads, heads per program, strides) for q, then k
     for x4 in x4s:

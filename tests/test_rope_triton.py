@@ -259,3 +259,17 @@ def test_rotary_embedding_uses_one_launch_for_queries_and_keys(kernel, monkeypat
     q_rot, k_rot = apply_rope_qk(q, k[0], *rope.cos_sin(torch.arange(9, device=device)), fused="triton")
     assert launches == [1], "q (B, H, T, D) and k (H, T, D): one call each, not the one-launch kernel"
     assert_close(k_rot, want_k[0], atol=1e-6, what="k alone")
+
+
+@pytest.mark.parametrize("dim,partial_rotary_factor", [(2, 1.0), (4, 0.5), (6, 1 / 3), (6, 1.0)])
+def test_one_token_and_a_single_pair(kernel, dim, partial_rotary_factor):
+    """Decoding shapes: one position, and heads with a single rotated pair (blocks are padded, masks cover it)."""
+    device, module = kernel
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(2, 3, 1, dim, generator=g).to(device)
+    cos, sin = _tables(dim, torch.tensor([77], device=device), partial_rotary_factor)
+    for layout in ("half", "interleaved"):
+        got = module.apply_rope_triton(x, cos, sin, layout=layout)
+        assert_close(
+            got, apply_rope(x, cos, sin, layout=layout, fused=False), atol=1e-6, what=f"{dim} {layout}"
+        )
