@@ -12,6 +12,8 @@ from types import ModuleType
 import pytest
 import torch
 
+from posref.grading.timing import single_thread
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -29,6 +31,13 @@ def assert_close(
             f"{what}: max abs error {err.max().item():.3e}; first failure at {idx}: "
             f"got {a[idx].item():.8g}, expected {e[idx].item():.8g} (atol={atol}, rtol={rtol})"
         )
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """Tiny models train and evaluate fastest on one thread; a second thread stalls on a busy machine."""
+    with single_thread():
+        yield
 
 
 @pytest.fixture(params=DEVICES)

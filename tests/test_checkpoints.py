@@ -18,13 +18,7 @@ from posref.evaluate import evaluate_lengths
 from posref.model import build_model
 from posref.tasks import load_char_corpus
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 
 
 @pytest.mark.parametrize("name", list(CHECKPOINT_METHODS))

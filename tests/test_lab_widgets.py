@@ -18,13 +18,7 @@ from posref import lab_widgets as LW
 from posref.checkpoints import checkpoint_info, load_checkpoint
 from posref.tasks import lm_eval_batches, load_char_corpus
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared machine
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 
 
 class CountingModel(nn.Module):

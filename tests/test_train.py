@@ -9,14 +9,7 @@ from posref.model import build_model
 from posref.tasks import associative_recall_batch, lm_batch
 from posref.train import TrainConfig, lm_loss, lr_at, make_optimizer, train
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Models this small train fastest on one thread, and a second thread stalls badly on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 
 
 def test_lr_schedule_warmup_then_cosine_to_the_floor():
