@@ -398,8 +398,10 @@ def main(argv: list[str] | None = None) -> None:
         f"posref.bench on {device} ({args.threads} CPU thread(s), torch {torch.__version__}), "
         f"median over {args.rounds} interleaved rounds"
     )
+    from posref.grading.calibration import device_name
+
     meta = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "device": device_name(device),
         "torch": torch.__version__,
         "threads": args.threads,
         "rounds": args.rounds,
