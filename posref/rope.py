@@ -211,11 +211,16 @@ def apply_rope_qk(
     ``q`` ``(..., Hq, T, D)`` and ``k`` ``(..., Hk, T, D)`` go through one kernel when they are equal in shape but
     for the number of heads (grouped-query attention); otherwise, and on the other backends, one call each.
     """
-    check_choice("layout", layout, LAYOUTS)
-    _check_rope_inputs(q, cos, sin), _check_rope_inputs(k, cos, sin)
-    one_launch = q.ndim == k.ndim >= 3 and q.shape[:-3] == k.shape[:-3] and q.shape[-2:] == k.shape[-2:]
-    backends = {_rope_backend(q, cos, sin, fused), _rope_backend(k, cos, sin, fused)}
-    if one_launch and backends == {"triton"}:
+    one_launch = (
+        all(isinstance(t, torch.Tensor) for t in (q, k, cos, sin))
+        and q.ndim == k.ndim >= 3
+        and q.shape[:-3] == k.shape[:-3]
+        and q.shape[-2:] == k.shape[-2:]
+        and {_rope_backend(q, cos, sin, fused), _rope_backend(k, cos, sin, fused)} == {"triton"}
+    )
+    if one_launch:  # validated here; otherwise each apply_rope call validates its own tensor (once)
+        check_choice("layout", layout, LAYOUTS)
+        _check_rope_inputs(q, cos, sin), _check_rope_inputs(k, cos, sin)
         out = _run_triton(
             lambda m: m.apply_rope_qk_triton(q, k, cos, sin, layout=layout), q, named=fused == "triton"
         )
