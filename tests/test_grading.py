@@ -3,6 +3,8 @@ with the hint that names it (the hint comes from recognising the mistake, so the
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import student_impls as s
 import torch
@@ -107,13 +109,122 @@ def test_hidden_failures_quote_their_seed():
         grading.check_alibi_bias(s.alibi_bias_signed, hidden=True)
 
 
-def test_in_place_changes_to_inputs_do_not_leak_into_the_reference():
+def test_in_place_changes_to_inputs_do_not_leak_into_the_reference_and_are_reported():
+    # the output is compared with a reference computed on untouched inputs, and the change itself is named
     def destructive(x, cos, sin, layout="half"):
         out = posref.apply_rope(x, cos, sin, layout=layout)
         x.zero_(), cos.zero_()
         return out
 
-    grading.check_apply_rope(destructive, hidden=True)
+    with pytest.raises(CheckFailed, match=r"the output is right, but the call changed argument 1") as failure:
+        grading.check_apply_rope(destructive, hidden=True)
+    assert "apply_rope changes its input in place on case 1" in str(failure.value)
+
+
+def _rotate_in_place(x, cos, sin, layout="half"):
+    return x.copy_(posref.apply_rope(x, cos, sin, layout=layout))
+
+
+def _negate_slopes_in_place(slopes, q_positions, k_positions):
+    return slopes.neg_()[:, None, None] * (q_positions[:, None] - k_positions[None, :]).abs().to(slopes.dtype)
+
+
+def _p_rope_in_place(inv_freq, p):
+    inv_freq[torch.argsort(inv_freq, descending=True)[int(p * inv_freq.shape[0]) :]] = 0
+    return inv_freq
+
+
+def _t5_in_place(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    kw = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
+    return relative_position.copy_(posref.t5_relative_position_bucket(relative_position, **kw))
+
+
+@pytest.mark.parametrize(
+    ("check", "fn", "changed"),
+    [
+        (grading.check_apply_rope, _rotate_in_place, "argument 1"),
+        (grading.check_alibi_bias, _negate_slopes_in_place, "argument 1"),
+        (grading.check_p_rope, _p_rope_in_place, "argument 1"),
+        (grading.check_t5_bucket, _t5_in_place, "argument 1"),
+    ],
+    ids=["apply_rope", "alibi_bias", "p_rope", "t5_bucket"],
+)
+def test_a_right_answer_that_overwrites_its_input_fails_and_says_so(check, fn, changed):
+    # notebook 03 calls alibi_bias(slopes, ...) twice with the same slopes, 04 rotates q[None] (a view of q):
+    # a function that writes into its inputs breaks the cells after it, so the checker names it
+    for hidden in (False, True):
+        with pytest.raises(CheckFailed, match=f"changed {changed}"):
+            check(fn, hidden=hidden)
+
+
+def test_returning_an_input_unchanged_is_not_an_in_place_change():
+    def p_rope_alias_when_all_kept(inv_freq, p):  # the visible cases include p = 1
+        keep = math.floor(p * inv_freq.shape[0])
+        if keep == inv_freq.shape[0]:
+            return inv_freq
+        return torch.where(
+            inv_freq >= inv_freq.sort(descending=True).values[max(keep - 1, 0)], inv_freq, 0.0
+        ) * (keep > 0)
+
+    grading.check_p_rope(p_rope_alias_when_all_kept)
+    grading.check_p_rope(p_rope_alias_when_all_kept, hidden=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_tables_are_refused_by_name(dtype):
+    def pe(n, dim, base=10000.0):
+        return posref.sinusoidal_pe(n, dim, base=base).to(dtype)
+
+    def shift(k, dim, base=10000.0):
+        return posref.sinusoidal_shift_matrix(k, dim, base=base).to(dtype)
+
+    for check, fn in ((grading.check_sinusoidal_pe, pe), (grading.check_shift_matrix, shift)):
+        with pytest.raises(CheckFailed, match=rf"expected float32 \(or float64\) values, got {dtype}"):
+            check(fn)
+    grading.check_sinusoidal_pe(lambda n, d, base=10000.0: posref.sinusoidal_pe(n, d, base=base).double())
+
+
+def test_the_t5_clip_hint_names_the_half_of_the_buckets():
+    # clipping at num_buckets - 1 in the bidirectional case is the same as not clipping (the hint used to say
+    # "min(bucket, num_buckets - 1)", which is what this code does)
+    def clipped_at_num_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        nb = num_buckets // 2 if bidirectional else num_buckets
+        side = (relative_position > 0).long() * nb if bidirectional else 0
+        n = relative_position.abs() if bidirectional else (-relative_position).clamp(min=0)
+        log_part = torch.log(n.float().clamp(min=1) / (nb // 2)) / math.log(max_distance / (nb // 2))
+        far = (nb // 2 + (log_part * (nb - nb // 2)).long()).clamp(max=num_buckets - 1)
+        return side + torch.where(n < nb // 2, n, far)
+
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_t5_bucket(clipped_at_num_buckets)
+    assert "nb = num_buckets // 2 when bidirectional" in str(failure.value)
+
+
+def _equivariance_indexing_dim_0(f, x, perm):
+    return (f(x[perm]) - f(x)[perm]).abs().max().item()
+
+
+def _rope_scores_dot_t(q, k, cos, sin, layout="half"):
+    return posref.apply_rope(q, cos, sin, layout=layout) @ posref.apply_rope(k, cos, sin, layout=layout).T
+
+
+def _alibi_bias_always_float32(slopes, q_positions, k_positions):
+    return posref.alibi_bias(slopes.float(), q_positions, k_positions)
+
+
+@pytest.mark.parametrize(
+    ("check", "fn"),
+    [
+        (grading.check_equivariance_error, _equivariance_indexing_dim_0),
+        (grading.check_rope_scores, _rope_scores_dot_t),
+        (grading.check_alibi_bias, _alibi_bias_always_float32),
+    ],
+    ids=["equivariance_error", "rope_scores", "alibi_bias"],
+)
+def test_visible_cases_cover_the_leading_dims_and_dtypes_the_exercise_promises(check, fn):
+    # each of these used to pass every visible case and lose all its points to the hidden ones
+    with pytest.raises(CheckFailed):
+        check(fn)
 
 
 @pytest.mark.slow

@@ -76,8 +76,9 @@ def _pe_mistakes(base_default: float = 10000.0) -> dict[str, Callable[..., torch
 def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(n_positions, dim, base=10000.0)`` -> ``(n_positions, dim)`` equals ``posref.sinusoidal_pe``.
 
-    The output may be any float dtype. Angles of float32 tables are rounded at long positions, so the tolerance
-    grows with the largest angle (about 8 float32 units in the last place of ``n_positions``).
+    The output may be float32 or float64 (float16 and bfloat16 are refused by name: too coarse). Angles of float32
+    tables are rounded at long positions, so the tolerance grows with the largest angle (about 8 float32 units in
+    the last place of ``n_positions``).
     """
     draw = Draw(hidden=hidden, device=device)
     cases = [Case((4, 6)), Case((50, 16)), Case((10, 8), {"base": 100.0})] if not hidden else []
@@ -95,6 +96,7 @@ def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False
         cases,
         mistakes=_pe_mistakes(),
         match_dtype=False,
+        at_least_float32=True,
         seed=draw.seed if hidden else None,
     )
 
@@ -106,7 +108,8 @@ def _reference_pe(n, dim, base=10000.0):
 def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(k, dim, base=10000.0)`` -> the ``(dim, dim)`` matrix with ``PE(p + k) = M_k @ PE(p)``.
 
-    Compared with ``posref.sinusoidal_shift_matrix`` (block diagonal, one 2x2 rotation per interleaved pair).
+    Compared with ``posref.sinusoidal_shift_matrix`` (block diagonal, one 2x2 rotation per interleaved pair); the
+    output may be float32 or float64.
     """
     draw = Draw(hidden=hidden, device=device)
     cases = [Case((1, 4)), Case((3, 8)), Case((-2, 6), {"base": 100.0})] if not hidden else []
@@ -131,6 +134,7 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         cases,
         mistakes=mistakes,
         match_dtype=False,
+        at_least_float32=True,
         seed=draw.seed if hidden else None,
     )
 

@@ -34,6 +34,7 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
         cases,
         mistakes=mistakes,
         match_dtype=False,
+        at_least_float32=True,
         seed=draw.seed if hidden else None,
     )
 
@@ -48,7 +49,8 @@ def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
         tq = tk if i % 2 == 0 else draw.int(1, tk)
         k_pos = draw.positions(tk, max_start=5000 if hidden else 0)
         q_pos = k_pos[tk - tq :]  # queries are the last tq tokens (as when decoding with a KV cache)
-        dtype = draw.choice((torch.float32, torch.float64)) if hidden else torch.float32
+        visible_dtype = (torch.float32, torch.float32, torch.float64)[i % 3]  # the output keeps slopes' dtype
+        dtype = draw.choice((torch.float32, torch.float64)) if hidden else visible_dtype
         slopes = alibi_slopes(h, device=draw.device, dtype=dtype)
         cases.append(Case((slopes, q_pos, k_pos)))
     mistakes = {
@@ -116,8 +118,9 @@ def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
             kwargs.update(num_buckets=16, max_distance=64)
         cases.append(Case((rel,), kwargs))
     mistakes = {
-        "distances beyond max_distance must all fall in the last bucket: clip the logarithmic bucket with "
-        "min(bucket, num_buckets - 1)": _bucket_unclipped,
+        "distances beyond max_distance must all fall in the last bucket of their side: clip the logarithmic "
+        "bucket to nb - 1, where nb = num_buckets // 2 when bidirectional (each direction has half the buckets) "
+        "and nb = num_buckets otherwise": _bucket_unclipped,
         "relative_position is key_position - query_position: keys after the query (positive values) take the "
         "upper half of the buckets": lambda rel, **kw: t5_relative_position_bucket(-rel, **kw),
     }

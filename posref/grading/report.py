@@ -87,6 +87,23 @@ def call(fn: Callable[..., Any], case: Case) -> Any:
     return fn(*_copy(case.args), **_copy(case.kwargs))
 
 
+def _changed_inputs(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """Which tensor argument the call changed in place (``args``/``kwargs`` are the copies it was given), or None."""
+    given = [(f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(case.args, args, strict=True))]
+    given += [(f"argument {k}", case.kwargs[k], kwargs[k]) for k in case.kwargs]
+    for where, before, after in given:
+        if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+            continue
+        same = before.shape == after.shape and bool(
+            ((before == after) | (before.isnan() & after.isnan())).all()
+            if before.is_floating_point()
+            else (before == after).all()
+        )
+        if not same:
+            return f"{where} ({describe(before)})"
+    return None
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -104,6 +121,7 @@ def difference(
     atol: float | None = None,
     rtol: float | None = None,
     match_dtype: bool = True,
+    at_least_float32: bool = False,
     accept: Sequence[Any] = (),
     what: str = "output",
 ) -> str | None:
@@ -111,6 +129,8 @@ def difference(
 
     ``expected`` may be a tensor, a float, or a tuple of them (compared item by item). ``accept`` holds other
     correct outputs (e.g. the same formula in another precision): each element may match any of them.
+    ``at_least_float32`` (with ``match_dtype=False``): any float dtype is accepted except float16 and bfloat16,
+    which are said to be too coarse instead of being reported as a list of rounding errors.
     """
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
@@ -118,7 +138,14 @@ def difference(
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             alts = [a[i] for a in accept]
             problem = difference(
-                e, g, atol=atol, rtol=rtol, match_dtype=match_dtype, accept=alts, what=f"{what}[{i}]"
+                e,
+                g,
+                atol=atol,
+                rtol=rtol,
+                match_dtype=match_dtype,
+                at_least_float32=at_least_float32,
+                accept=alts,
+                what=f"{what}[{i}]",
             )
             if problem:
                 return problem
@@ -126,7 +153,14 @@ def difference(
     if isinstance(expected, float):
         return _scalar_difference(expected, got, atol=atol, rtol=rtol, what=what)
     return _tensor_difference(
-        expected, got, atol=atol, rtol=rtol, match_dtype=match_dtype, accept=accept, what=what
+        expected,
+        got,
+        atol=atol,
+        rtol=rtol,
+        match_dtype=match_dtype,
+        at_least_float32=at_least_float32,
+        accept=accept,
+        what=what,
     )
 
 
@@ -158,6 +192,7 @@ def _tensor_difference(
     atol: float | None,
     rtol: float | None,
     match_dtype: bool,
+    at_least_float32: bool = False,
     accept: Sequence[Any],
     what: str,
 ) -> str | None:
@@ -177,6 +212,11 @@ def _tensor_difference(
         return (
             f"{what}: expected dtype {expected.dtype} (the input's dtype), got {got.dtype}; "
             f"compute in any precision you like but return .to(<input>.dtype)"
+        )
+    if at_least_float32 and not exact and got.dtype in (torch.float16, torch.bfloat16):
+        return (
+            f"{what}: expected float32 (or float64) values, got {got.dtype}: half precision keeps only 2-3 "
+            f"significant digits, too few for this output; return float32"
         )
     if got.is_complex():
         return f"{what}: expected real values, got dtype {got.dtype}; take the real part or view_as_real"
@@ -230,6 +270,7 @@ def first_difference(
     *,
     mistakes: Mapping[str, Callable[..., Any]] | None = None,
     match_dtype: bool = True,
+    at_least_float32: bool = False,
     accept: Callable[..., Sequence[Any]] | None = None,
     seed: int | None = None,
 ) -> None:
@@ -239,13 +280,15 @@ def first_difference(
         name: the function's name as the student knows it (used in the message).
         mistakes: hint -> a known-wrong variant with the reference's signature. When the student's output
             matches a variant (within the case's tolerance) and not the reference, the hint is shown.
+        at_least_float32: with ``match_dtype=False``, reject float16/bfloat16 outputs by name (see ``difference``).
         accept: ``accept(*args, **kwargs)`` -> other correct outputs for that case (see ``difference``).
         seed: the seed the cases were drawn from, quoted so that a failing hidden case can be reproduced.
     """
     for i, case in enumerate(cases):
         expected = call(reference, case)
+        args, kwargs = _copy(case.args), _copy(case.kwargs)
         try:
-            got = call(fn, case)
+            got = fn(*args, **kwargs)
         except CheckFailed:
             raise
         except (
@@ -257,10 +300,27 @@ def first_difference(
             ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
-        problem = difference(expected, got, match_dtype=match_dtype, accept=alternatives, **tol)
-        if problem is None:
+        problem = difference(
+            expected,
+            got,
+            match_dtype=match_dtype,
+            at_least_float32=at_least_float32,
+            accept=alternatives,
+            **tol,
+        )
+        changed = _changed_inputs(case, args, kwargs)
+        if problem is None and changed is None:
             continue
+        if problem is None:
+            raise CheckFailed(
+                _header(name, case, i, len(cases), seed, what="changes its input in place")
+                + f"\n  the output is right, but the call changed {changed}. The caller "
+                f"still needs its tensors: work on new tensors (y = x * 2, x.clone()), not in-place operations "
+                f"(x *= 2, x[...] = ..., x.add_(...))"
+            )
         message = _header(name, case, i, len(cases), seed) + "\n  " + problem
+        if changed is not None:
+            message += f"\n  (your function also changed its input in place: {changed})"
         for hint, wrong in (mistakes or {}).items():
             try:
                 variant = call(wrong, case)
@@ -273,6 +333,14 @@ def first_difference(
         raise CheckFailed(message)
 
 
-def _header(name: str, case: Case, index: int, total: int, seed: int | None) -> str:
+def _header(
+    name: str,
+    case: Case,
+    index: int,
+    total: int,
+    seed: int | None,
+    *,
+    what: str = "differs from the reference",
+) -> str:
     drawn = f", cases drawn with seed {seed}" if seed is not None else ""
-    return f"{name} differs from the reference on case {index + 1} of {total}{drawn}:\n  {describe_call(name, case)}"
+    return f"{name} {what} on case {index + 1} of {total}{drawn}:\n  {describe_call(name, case)}"

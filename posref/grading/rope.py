@@ -207,7 +207,7 @@ def check_rope_scores(fn: Callable[..., torch.Tensor], *, hidden: bool = False, 
     draw = Draw(hidden=hidden, device=device)
     cases = []
     for i in range(draw.n(2, 16)):
-        lead = (draw.int(1, 3),) if hidden else ()
+        lead = (draw.int(1, 3),) if hidden else ((), (2,))[i]  # leading dims are visible too
         d = draw.even(2, 32) if hidden else 4
         layout = draw.choice(("half", "interleaved")) if hidden else ("half", "interleaved")[i]
         q, k = draw.randn(*lead, draw.int(1, 20) if hidden else 3, d), None
