@@ -95,14 +95,69 @@ def test_mistakes_are_named_in_visible_mode(check, fn, hint):
 
 
 def test_hidden_cases_catch_what_visible_ones_cannot():
-    # far distances expose float32 angles; shuffled frequencies expose choosing by index
+    # far distances expose float32 angles
     check_score_by_distance(score_float32_angles)
-    check_p_rope(p_rope_by_index)
     with pytest.raises(CheckFailed, match="float64"):
         for _ in range(
             5
         ):  # each hidden draw has far distances with high probability; five draws make it certain
             check_score_by_distance(score_float32_angles, hidden=True)
+
+
+def test_shuffled_frequencies_expose_choosing_by_index_in_both_modes():
+    # the exercise says "do not assume inv_freq is sorted": one visible case is shuffled, so it shows before grading
+    with pytest.raises(CheckFailed, match="by index"):
+        check_p_rope(p_rope_by_index)
     with pytest.raises(CheckFailed, match="by index"):
         for _ in range(5):
             check_p_rope(p_rope_by_index, hidden=True)
+
+
+def p_rope_zero_highest(inv_freq, p):
+    out = inv_freq.clone()
+    out[torch.argsort(inv_freq, descending=True)[: math.floor(p * inv_freq.shape[0])]] = 0
+    return out
+
+
+def p_rope_ceil(inv_freq, p):
+    out = inv_freq.clone()
+    out[torch.argsort(inv_freq, descending=True)[math.ceil(p * inv_freq.shape[0]) :]] = 0
+    return out
+
+
+def p_rope_sorted_output(inv_freq, p):
+    out = inv_freq.sort(descending=True).values
+    out[math.floor(p * inv_freq.shape[0]) :] = 0
+    return out
+
+
+def pair_norms_float32(x, layout="half"):
+    return pair_norms_complex(x.float(), layout)
+
+
+def pair_norms_matrix_only(x, layout="half"):
+    r = x.shape[-1] // 2
+    a, b = (x[:, :r], x[:, r:]) if layout == "half" else (x[:, 0::2], x[:, 1::2])
+    return (a * a + b * b).sqrt()
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        # this hint was unreachable (its variant was the same as keep_lowest)
+        (p_rope_zero_highest, "p is the fraction KEPT"),
+        (p_rope_ceil, "not ceil"),
+        (p_rope_sorted_output, None),
+    ],
+)
+def test_p_rope_visible_cases_catch_inverted_p_ceil_and_sorting(fn, hint):
+    with pytest.raises(CheckFailed) as failure:
+        check_p_rope(fn)
+    if hint:
+        assert hint in str(failure.value).split("hint: ")[-1]
+
+
+@pytest.mark.parametrize("fn", [pair_norms_float32, pair_norms_matrix_only])
+def test_pair_norms_visible_cases_cover_dtype_and_leading_dims(fn):
+    with pytest.raises(CheckFailed):
+        check_pair_norms(fn)

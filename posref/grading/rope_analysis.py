@@ -93,8 +93,8 @@ def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
     for i in range(draw.n(2, 20)):
         layout = draw.choice(("half", "interleaved")) if hidden else ("half", "interleaved")[i]
         d = draw.even(2, 64) if hidden else 6
-        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 3))) if hidden else (2,)
-        dtype = draw.choice((torch.float32, torch.float64)) if hidden else torch.float32
+        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 3))) if hidden else ((2,), (2, 3))[i]
+        dtype = draw.choice((torch.float32, torch.float64)) if hidden else (torch.float32, torch.float64)[i]
         cases.append(Case((draw.randn(*lead, d, dtype=dtype),), {"layout": layout}, label=layout))
 
     def other_layout(x, layout="half"):
@@ -120,17 +120,17 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
     """
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(3, 24)):
+    for i in range(draw.n(4, 24)):
         d = draw.even(4, 128) if hidden else 16
         inv_freq = default_inv_freq(
             d, draw.choice((10000.0, 500000.0)) if hidden else 10000.0, device=draw.device
         )
-        if hidden and draw.int(0, 1):
+        if (hidden and draw.int(0, 1)) or (not hidden and i == 3):  # visible: one shuffled case, too
             inv_freq = inv_freq[draw.permutation(inv_freq.shape[0])]
         p = (
             draw.choice((0.0, 0.25, 0.5, 0.75, 1.0, round(draw.uniform(0, 1), 3)))
             if hidden
-            else (0.25, 0.5, 1.0)[i]
+            else (0.25, 0.5, 1.0, 0.3)[i]  # 0.3 * 8 = 2.4: floor, not round or ceil
         )
         cases.append(Case((inv_freq, p), label=f"{inv_freq.shape[0]} frequencies, p = {p}"))
 
@@ -141,9 +141,7 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
 
     def zero_highest(inv_freq, p):
         out = inv_freq.clone()
-        out[
-            torch.argsort(inv_freq, descending=True)[: inv_freq.shape[0] - math.floor(p * inv_freq.shape[0])]
-        ] = 0
+        out[torch.argsort(inv_freq, descending=True)[: math.floor(p * inv_freq.shape[0])]] = 0
         return out
 
     def by_index(inv_freq, p):
@@ -155,13 +153,19 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
         r = inv_freq.shape[0]
         return p_rope_inv_freq(inv_freq, min(1.0, round(p * r) / r))
 
+    def ceiled(inv_freq, p):
+        r = inv_freq.shape[0]
+        return p_rope_inv_freq(inv_freq, min(1.0, math.ceil(p * r) / r))
+
     mistakes = {
         "the lowest frequencies were kept: p-RoPE keeps the HIGHEST (fastest) fraction p and zeroes the slowest": (
             keep_lowest
         ),
-        "the highest frequencies were zeroed: p-RoPE zeroes the LOWEST (slowest) 1 - p": zero_highest,
+        "the highest fraction p was zeroed: p is the fraction KEPT (the fastest, highest frequencies); the "
+        "slowest 1 - p are the ones set to 0": zero_highest,
         "entries were chosen by index: rank them by value (inv_freq may not be sorted)": by_index,
         "keep floor(p * r) frequencies, not round(p * r)": rounded,
+        "keep floor(p * r) frequencies (round down), not ceil(p * r)": ceiled,
     }
     first_difference(
         "p_rope", fn, p_rope_inv_freq, cases, mistakes=mistakes, seed=draw.seed if hidden else None
