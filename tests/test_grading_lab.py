@@ -89,6 +89,20 @@ def test_yarn_checker_accepts_the_papers_ramp(hidden):
     check_frequencies(s.yarn_paper_loop, "yarn", hidden=hidden)
 
 
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_yarn_checker_accepts_the_librarys_ramp_without_rounding(hidden):
+    """transformers' ``truncate=False`` (gpt-oss): the index ramp with unrounded ends is YaRN too."""
+    check_frequencies(s.yarn_index_ramp_untruncated, "yarn", hidden=hidden)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_yarn_checker_rejects_betas_that_are_ignored(hidden):
+    """Notebook 07 asks for beta_fast/beta_slow when params holds them (its toy model needs 4 and 1): a function
+    that always uses 32 and 1 fails, in the visible test already, and is told to read them."""
+    with pytest.raises(CheckFailed, match=r'hint:.*params.get\("beta_fast"'):
+        check_frequencies(s.yarn_paper_default_betas, "yarn", hidden=hidden)
+
+
 def test_the_two_yarn_ramps_really_differ():
     params = {"factor": 8.0, "original_max_position_embeddings": 4096}
     library = posref.rope_frequencies(64, base=10000.0, scaling={"rope_type": "yarn", **params})[0]
