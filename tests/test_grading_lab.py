@@ -57,6 +57,13 @@ def test_mistakes_fail_with_their_hint(check, fn, hint, hidden):
         check(fn, hidden=hidden)
 
 
+def test_causal_mean_in_float32_fails_the_visible_test():
+    """The notebook asks for v's dtype: a function that always returns float32 is told so by the visible test,
+    not only by the hidden one."""
+    with pytest.raises(CheckFailed, match="expected dtype torch.float64"):
+        lab.check_causal_mean(lambda v: s.causal_mean_tril(v.float()))
+
+
 def test_a_stub_fails_and_says_it_raised():
     def stub(*args):
         raise NotImplementedError()

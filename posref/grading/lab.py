@@ -124,7 +124,12 @@ def check_causal_mean(
     for i in range(draw.n(2, 16)):
         lead = tuple(draw.int(1, 3) for _ in range(draw.int(0, 2))) if hidden else ((), (2,))[i]
         t, d = (draw.int(1, 80), draw.int(1, 16)) if hidden else ((4, 3), (5, 2))[i]
-        dtype = draw.choice((torch.float32, torch.float32, torch.float64)) if hidden else torch.float32
+        # the visible cases include float64, so that 'in v's dtype' is checked where the student sees it
+        dtype = (
+            draw.choice((torch.float32, torch.float32, torch.float64))
+            if hidden
+            else (torch.float32, torch.float64)[i]
+        )
         cases.append(Case((draw.randn(*lead, t, d, dtype=dtype),), atol=1e-5, rtol=1e-5))
 
     def counts(v, offset):
