@@ -46,6 +46,29 @@ def yarn_paper_loop(head_dim, base, params, seq_len=None):
     return torch.tensor(out), 0.1 * math.log(s) + 1.0
 
 
+def yarn_index_ramp_untruncated(head_dim, base, params, seq_len=None):
+    """Correct: the library's ramp, linear in the pair index between the pairs that turn beta_fast and beta_slow
+    times within L, with those ends not rounded to whole pairs (transformers' truncate=False)."""
+    s, original_len = params["factor"], params["original_max_position_embeddings"]
+    beta_fast, beta_slow = params.get("beta_fast", 32.0), params.get("beta_slow", 1.0)
+
+    def pair_turning(turns):  # the (fractional) pair index i at which L * base**(-2i/d) / (2 pi) == turns
+        return head_dim * math.log(original_len / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = max(pair_turning(beta_fast), 0.0), min(pair_turning(beta_slow), head_dim - 1.0)
+    if high == low:
+        high += 0.001
+    interpolate = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    freqs = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    return interpolate * freqs / s + (1 - interpolate) * freqs, 0.1 * math.log(s) + 1.0
+
+
+def yarn_paper_default_betas(head_dim, base, params, seq_len=None):
+    """Wrong: the paper's ramp with beta_fast 32 and beta_slow 1 always, whatever params holds."""
+    kept = {key: value for key, value in params.items() if key not in ("beta_fast", "beta_slow")}
+    return yarn_paper_loop(head_dim, base, kept)
+
+
 def yarn_ramp_inverted(head_dim, base, params, seq_len=None):
     """Wrong: fast pairs interpolated, slow pairs kept."""
     s, original_len = params["factor"], params["original_max_position_embeddings"]

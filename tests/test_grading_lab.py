@@ -57,6 +57,22 @@ def test_mistakes_fail_with_their_hint(check, fn, hint, hidden):
         check(fn, hidden=hidden)
 
 
+def test_causal_mean_in_float32_fails_the_visible_test():
+    """The notebook asks for v's dtype: a function that always returns float32 is told so by the visible test,
+    not only by the hidden one."""
+    with pytest.raises(CheckFailed, match="expected dtype torch.float64"):
+        lab.check_causal_mean(lambda v: s.causal_mean_tril(v.float()))
+
+
+def test_causal_mean_off_by_one_is_named_whatever_the_hidden_lengths(monkeypatch):
+    """At T = 2 dividing row t by t gives the running sum exactly, so a first hidden case of length 2 named the
+    wrong mistake (and made the hidden hint test fail about once in 130 runs). This seed drew T = 2 first."""
+    seed = 168119681406602
+    monkeypatch.setattr("posref.grading.cases.os.urandom", lambda n: seed.to_bytes(n, "little"))
+    with pytest.raises(CheckFailed, match="hint:.*not t"):
+        lab.check_causal_mean(s.causal_mean_off_by_one, hidden=True)
+
+
 def test_a_stub_fails_and_says_it_raised():
     def stub(*args):
         raise NotImplementedError()
@@ -87,6 +103,20 @@ def test_yarn_checker_accepts_the_papers_ramp(hidden):
     """Notebook 07 teaches the paper's ramp (linear in turns); the library's ramp (linear in the index) differs
     inside the ramp, and both are YaRN."""
     check_frequencies(s.yarn_paper_loop, "yarn", hidden=hidden)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_yarn_checker_accepts_the_librarys_ramp_without_rounding(hidden):
+    """transformers' ``truncate=False`` (gpt-oss): the index ramp with unrounded ends is YaRN too."""
+    check_frequencies(s.yarn_index_ramp_untruncated, "yarn", hidden=hidden)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_yarn_checker_rejects_betas_that_are_ignored(hidden):
+    """Notebook 07 asks for beta_fast/beta_slow when params holds them (its toy model needs 4 and 1): a function
+    that always uses 32 and 1 fails, in the visible test already, and is told to read them."""
+    with pytest.raises(CheckFailed, match=r'hint:.*params.get\("beta_fast"'):
+        check_frequencies(s.yarn_paper_default_betas, "yarn", hidden=hidden)
 
 
 def test_the_two_yarn_ramps_really_differ():

@@ -64,3 +64,27 @@ def test_autograde_round_trip(name, course, monkeypatch):
     """The solution earns every autograded point and the untouched release earns 0 (see
     ``notebook_helpers.assert_round_trip`` for how it is graded)."""
     nh.assert_round_trip(name, course, monkeypatch, clean=True)
+
+
+@pytest.mark.slow
+def test_07_runs_with_the_librarys_yarn_ramp(tmp_path, monkeypatch):
+    """Notebook 07 says either YaRN ramp is accepted, and its checker accepts both and any float dtype: the cells
+    after the exercises must not stop a student who wrote the library's ramp (linear in the pair index) returning
+    float32 (they raised 'Float did not match Double', then an AssertionError naming YaRN)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for key, value in nh.notebook_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    nb = nbformat.read(nh.source("07_scaling"), as_version=4)
+    ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+    nb.cells[ids.index("yarn_frequencies")].source = (
+        "def yarn_frequencies(head_dim, base, params, seq_len=None):\n"
+        "    # the library's ramp, as transformers computes it\n"
+        '    return posref.rope_frequencies(head_dim, base=base, scaling={"rope_type": "yarn", **params})\n'
+    )
+    comparison = next(i for i, cell in enumerate(nb.cells) if "mine = {" in cell.source)
+    nb.cells = nb.cells[: comparison + 1]  # up to the cell that compares the student's rules with posref's
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()

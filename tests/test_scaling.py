@@ -417,3 +417,15 @@ def test_default_matches_transformers(hf, head_dim, base):
     theirs, attention = hf.hf_init(hf.hf_config(head_dim, base=base, scaling=None))
     ours, our_attention = rope_frequencies(head_dim, base=base)
     assert torch.equal(ours, theirs) and our_attention == attention
+
+
+@pytest.mark.parametrize(("head_dim", "base", "length"), [(16, 50.0, 64), (128, 500000.0, 8192)])
+def test_llama3_with_factors_1_and_4_is_ntk_by_parts_with_betas_4_and_1(head_dim, base, length):
+    """Notebook 07 says so: L / wavelength counts turns within L, so the bands of Llama 3 at low_freq_factor 1 and
+    high_freq_factor 4 are the ramp of NTK-by-parts at beta_slow 1 and beta_fast 4."""
+    common = {"factor": 4.0, "original_max_position_embeddings": length}
+    llama3 = {"rope_type": "llama3", **common, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    by_parts = {"rope_type": "ntk_by_parts", **common, "beta_fast": 4.0, "beta_slow": 1.0}
+    ours = rope_frequencies(head_dim, base=base, scaling=llama3)[0]
+    assert_close(ours, rope_frequencies(head_dim, base=base, scaling=by_parts)[0], atol=0.0, rtol=1e-6)
+    assert not torch.equal(ours, rope_frequencies(head_dim, base=base)[0])  # the scaling changed something

@@ -123,8 +123,14 @@ def check_causal_mean(
     cases = []
     for i in range(draw.n(2, 16)):
         lead = tuple(draw.int(1, 3) for _ in range(draw.int(0, 2))) if hidden else ((), (2,))[i]
-        t, d = (draw.int(1, 80), draw.int(1, 16)) if hidden else ((4, 3), (5, 2))[i]
-        dtype = draw.choice((torch.float32, torch.float32, torch.float64)) if hidden else torch.float32
+        # no T = 2: there dividing row t by t gives the running sum, and the hint could name the wrong mistake
+        t, d = (draw.choice((1, *range(3, 81))), draw.int(1, 16)) if hidden else ((4, 3), (5, 2))[i]
+        # the visible cases include float64, so that 'in v's dtype' is checked where the student sees it
+        dtype = (
+            draw.choice((torch.float32, torch.float32, torch.float64))
+            if hidden
+            else (torch.float32, torch.float64)[i]
+        )
         cases.append(Case((draw.randn(*lead, t, d, dtype=dtype),), atol=1e-5, rtol=1e-5))
 
     def counts(v, offset):

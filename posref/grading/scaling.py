@@ -15,14 +15,19 @@ from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.scaling import default_inv_freq, rope_frequencies
 
+# YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
+_YARN_BETAS = (None, None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
 
-def _params(draw: Draw, rope_type: str) -> dict:
+
+def _params(draw: Draw, rope_type: str, index: int = 0) -> dict:
     factor = draw.choice((2.0, 4.0, 8.0, draw.uniform(1.5, 32.0)))
     original = draw.choice((512, 2048, 4096, 8192))
     if rope_type in ("linear", "ntk"):
         return {"factor": factor}
     if rope_type == "yarn":
-        return {"factor": factor, "original_max_position_embeddings": original}
+        # the visible cases always include one with betas (the last), so reading them is checked in the notebook
+        betas = draw.choice(_YARN_BETAS) if draw.hidden else (None, None, _YARN_BETAS[2])[index % 3]
+        return {"factor": factor, "original_max_position_embeddings": original, **(betas or {})}
     if rope_type == "llama3":
         low = draw.choice((1.0, 2.0))
         return {"factor": factor, "low_freq_factor": low, "high_freq_factor": low * draw.choice((2.0, 4.0)),
@@ -58,10 +63,20 @@ def _mistakes(rope_type: str) -> dict[str, Callable]:
             ),
         }
     if rope_type == "yarn":
+        read = 'read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
+
+        def default_betas(d, b, p, ramp, seq_len=None):
+            p = {key: value for key, value in p.items() if key not in ("beta_fast", "beta_slow")}
+            return _reference("yarn", d, b, {**p, "ramp": ramp})
+
         return {
             "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin": (
                 lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)
             ),
+            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+            f"give: {read}": partial(default_betas, ramp="ratio"),
+            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+            f"give with the library's ramp: {read}": partial(default_betas, ramp="index"),
         }
     return {
         "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
@@ -74,23 +89,27 @@ def _mistakes(rope_type: str) -> dict[str, Callable]:
 
 def _other_correct(rope_type: str) -> Callable | None:
     """Other correct outputs: YaRN's ramp as the paper writes it (linear in the turns a pair makes within the
-    original length, posref's ``ramp="ratio"``), besides the library's (linear in the pair index)."""
+    original length, posref's ``ramp="ratio"``), besides the library's (linear in the pair index, with its ends
+    rounded to whole pairs by default or not rounded, ``truncate=False``, as gpt-oss configs ask)."""
     if rope_type != "yarn":
         return None
-    return lambda d, b, p, seq_len=None: (_reference("yarn", d, b, {**p, "ramp": "ratio"}, seq_len),)
+    return lambda d, b, p, seq_len=None: (
+        _reference("yarn", d, b, {**p, "ramp": "ratio"}, seq_len),
+        _reference("yarn", d, b, {**p, "truncate": False}, seq_len),
+    )
 
 
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
     ``rope_type`` method (``linear``, ``ntk``, ``yarn`` or ``llama3``). Frequencies are float32 on the CPU;
     the tolerance is a few float32 units in the last place (relative). For YaRN the paper's ramp and the
-    library's are both accepted."""
+    library's are both accepted, and some cases carry ``beta_fast``/``beta_slow`` (one of the visible ones)."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
     for i in range(draw.n(3, 16)):
         head_dim = (64, 128, 32)[i] if not hidden else draw.even(8, 256)
         base = 10000.0 if not hidden else draw.choice((10000.0, 500000.0, draw.uniform(1e3, 1e6)))
-        cases.append(Case((head_dim, base, _params(draw, rope_type)), atol=1e-12, rtol=1e-5))
+        cases.append(Case((head_dim, base, _params(draw, rope_type, i)), atol=1e-12, rtol=1e-5))
     first_difference(
         f"{rope_type} frequencies", fn, partial(_reference, rope_type), cases, mistakes=_mistakes(rope_type),
         match_dtype=False, accept=_other_correct(rope_type), seed=draw.seed if hidden else None,
