@@ -16,15 +16,16 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from autograder import cli
 from autograder.demo.submissions import SUBMISSIONS
-from autograder.record import checker_calls
+from autograder.record import _Children, _run_check, checker_calls, grade_notebook
 from autograder.sandbox import Sandbox
-from posref.grading.remote import Child, ChildFailed
+from posref.grading.remote import MAX_TEXT, BudgetSpent, Child, ChildFailed, StudentError
 
 needs_bwrap = pytest.mark.skipif(
     Sandbox().problem is not None, reason=f"sandbox unavailable: {Sandbox().problem}"
@@ -95,6 +96,151 @@ def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
             python_path=path,
         )
     assert failure.value.cell == 7
+
+
+# A child without the sandbox (quick to start): what these tests need is the protocol, not the isolation.
+PLAIN_PYTHON = [sys.executable, "-I"]
+FIND_PIPE = """
+import fcntl, os
+import posref.grading.remote as remote
+def pipe_to_grader():
+    for fd in range(3, 64):
+        try:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                return fd
+        except OSError:
+            pass
+"""
+
+
+def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
+    """Student code can replace the child's own conversion (``remote._plain``) and send anything ``torch.save``
+    writes. Each result below used to reach the checkers: a list of shared references whose repr has 2**45
+    items (the grader hung building it), a sparse or nested tensor or an integer too big for a float (the
+    comparison raised in the grader), a compressed frame (a zip bomb); an error message of a megabyte with
+    terminal escapes went into the record, the CSV and the instructor's terminal."""
+    code = (
+        FIND_PIPE
+        + """
+import io, zipfile, torch
+remote._plain = lambda value: value
+def shared():
+    a = [1.0]
+    for _ in range(45):
+        a = [a, a]
+    return a
+def sparse():
+    return torch.ones(3, 4).to_sparse()
+def nested():
+    return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+def huge():
+    return 10**400
+def fine():
+    return (torch.ones(2), 3, 0.5, "text", None, [True])
+def shout():
+    raise ValueError("\x1b[2J\x1b]0;owned\x07" + "A" * 10**6)
+def bomb():
+    buf = io.BytesIO()
+    torch.save({"ok": torch.zeros(10**6)}, buf)
+    entries, out = zipfile.ZipFile(io.BytesIO(buf.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in entries.infolist():
+            z.writestr(info.filename, entries.read(info.filename), compress_type=zipfile.ZIP_DEFLATED)
+    data = out.getvalue()
+    os.write(pipe_to_grader(), remote._HEADER.pack(len(data)) + data)
+    import time; time.sleep(60)
+"""
+    )
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
+    try:
+        started = time.monotonic()
+        for name, expected in [
+            ("shared", "more than 10000 items"),
+            ("sparse", "layout torch.sparse_coo"),
+            ("nested", "nested tensor"),
+            ("huge", "does not fit in 64 bits"),
+        ]:
+            with pytest.raises(StudentError, match=expected):
+                child.call(name, (), {})
+        assert time.monotonic() - started < 10
+        assert child.call("fine", (), {})[1:] == (3, 0.5, "text", None, [True])
+        with pytest.raises(StudentError) as raised:
+            child.call("shout", (), {})
+        message = str(raised.value)
+        assert len(message) < MAX_TEXT + 100 and "\x1b" not in message and "\x07" not in message
+        with pytest.raises(ChildFailed, match="compressed"):
+            child.call("bomb", (), {})
+    finally:
+        child.close()
+
+
+def test_announcements_faked_by_a_cell_neither_restart_its_clock_nor_blame_another_cell():
+    """A cell that writes "cell 0 starts" to the grader's pipe every 0.2 s used to restart cell 0's timeout each
+    time (forever, had it kept going: here 8 s under a 6 s timeout); now the announcement out of order fails
+    that cell at once."""
+    code = (
+        FIND_PIPE
+        + """
+import time
+for _ in range(40):
+    os.write(pipe_to_grader(), remote._encode({"event": "cell", "index": 0}))
+    time.sleep(0.2)
+"""
+    )
+    started = time.monotonic()
+    with pytest.raises(ChildFailed, match="out of order while running cell 0") as failure:
+        Child(PLAIN_PYTHON, [(0, code), (1, "x = 1")], python_path=[str(cli.REPO)], cell_timeout=6)
+    assert failure.value.cell == 0
+    assert time.monotonic() - started < 6
+
+
+def test_the_notebook_budget_bounds_all_calls_together(tmp_path):
+    """Each call of a function that sleeps 1 s is within its timeout (10 s), but a notebook's calls share one
+    budget: 33 cases of such a function used to take 33 s per check (and 60 s a case at the default timeout)."""
+    code = "import time\ndef slow():\n    time.sleep(1)\n    return 1.0\n"
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=10)
+    child.deadline = time.monotonic() + 2.5
+    try:
+        started = time.monotonic()
+        with pytest.raises(BudgetSpent):
+            for _ in range(10):
+                assert child.call("slow", (), {}) == 1.0
+        assert time.monotonic() - started < 3.5
+    finally:
+        child.close()
+    children = _Children([], Sandbox(), tmp_path, [], timeout=10, budget=0)
+    assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == (
+        "not checked: the time for grading this notebook (0 s) ran out"
+    )
+
+
+@needs_bwrap
+def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_fails_the_check(
+    tmp_path, monkeypatch
+):
+    """An exception that is not a failed check (a fault of the grader's, or a student value it did not foresee)
+    used to escape grade_notebook, so the student's whole record was lost and the gradebook kept what nbgrader
+    wrote; a student's function that raised while being timed (outside the checker's cases) did the same."""
+    import posref.grading as checkers
+
+    source = cli.REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
+    submitted = tmp_path / "alice" / source.name
+    submitted.parent.mkdir()
+    shutil.copy(source, submitted)
+
+    def broken_checker(fn, **kwargs):
+        raise TypeError("a bug of the grader")
+
+    def timed(fn, **kwargs):  # as a speed check does: calls outside first_difference
+        fn("not", "a tensor")
+
+    monkeypatch.setattr(checkers, "check_sinusoidal_pe", broken_checker)
+    monkeypatch.setattr(checkers, "check_apply_rope_speed", timed)
+    record = grade_notebook(source, submitted, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
+    assert record.status == "could not grade" and record.score is None
+    assert "grader error while checking test_sinusoidal_pe: TypeError: a bug of the grader" in record.reason
+    speed = {c.grade_id: c for c in record.cells}["test_apply_rope_speed"]
+    assert speed.message.startswith("apply_rope raised") and speed.score == 0
 
 
 @pytest.fixture(scope="module")
