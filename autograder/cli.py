@@ -106,11 +106,19 @@ def _nbgrader_api():
         # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
         warnings.filterwarnings("ignore", message="Object of type <Submitted")
         from nbgrader.apps import NbGraderAPI
+        from nbgrader.converters import Autograde
         from nbgrader.coursedir import CourseDirectory
+        from nbgrader.preprocessors import SaveAutoGrades
         from traitlets.config.loader import PyFileConfigLoader
+
+        from autograder.gradebook import PendingScores
 
         config = PyFileConfigLoader(str(CONFIG)).load_config()
         config.Execute.enabled = False
+        config.Autograde.autograde_preprocessors = [
+            PendingScores if step is SaveAutoGrades else step
+            for step in Autograde.class_traits()["autograde_preprocessors"].default()
+        ]
         _API = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     return _API
 
@@ -236,8 +244,18 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
             f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
         )
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """A CSV field that a spreadsheet shows as text: one starting with = + - @ (a formula to Excel, LibreOffice
+    and Google Sheets: a student id like ``=HYPERLINK(...)``) gets a leading apostrophe (OWASP's advice)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def print_table(rows: list[dict], expected: dict | None = None) -> None:
@@ -245,7 +263,8 @@ def print_table(rows: list[dict], expected: dict | None = None) -> None:
     for row in rows:
         score = f"{row['score'] or '-'}/{row['max_score']}"
         extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
-        print(f"{row['student']:<11} {score:>7}  {row['status']:<16} {row['reason'][:110]}{extra}")
+        student, reason = _printable(row["student"]), _printable(row["reason"][:110])
+        print(f"{student:<11} {score:>7}  {row['status']:<16} {reason}{extra}")
 
 
 def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:

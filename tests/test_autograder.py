@@ -243,6 +243,23 @@ def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_
     assert speed.message.startswith("apply_rope raised") and speed.score == 0
 
 
+def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_terminal(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    records = tmp_path / "records" / "a1"
+    records.mkdir(parents=True)
+    nb = {"notebook": "a1.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
+          "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
+    for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
+        (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
+    cli.print_table(cli.export("a1", tmp_path / "out.csv"))
+    with open(tmp_path / "out.csv") as f:
+        students = sorted(row["student"] for row in csv.DictReader(f))
+    assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
+    assert "\x1b" not in capsys.readouterr().out
+
+
 @pytest.fixture(scope="module")
 def demo_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
@@ -279,6 +296,27 @@ def test_the_gradebook_holds_the_score_of_record_and_survives_a_student_writing_
                 assert submission.score == float(row["score"]), name
             else:
                 assert submission.needs_manual_grade, name
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_until_the_score_of_record_is_written_the_gradebook_holds_no_score(demo_course, monkeypatch):
+    """nbgrader's autograde (notebook not executed) gave every test cell without error output its full points,
+    and they stayed in the gradebook when grading stopped before the score of record was written."""
+    from nbgrader.api import Gradebook
+
+    course, _ = demo_course
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
+    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
+    monkeypatch.setattr(cli, "_API", None)
+    try:
+        assert cli._nbgrader_api().autograde("positions", "different", force=True, create=True)["success"]
+    finally:
+        cli._API = None
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grades = gb.find_submission_notebook("positions", "positions", "different").grades
+        assert grades and all(g.auto_score is None and g.needs_manual_grade for g in grades)
 
 
 @pytest.mark.slow
