@@ -59,7 +59,10 @@ class Record:
 
 
 def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+    """The cell's nbgrader metadata; {} when a (student-edited) notebook has something else there."""
+    meta = cell.get("metadata", {})
+    meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _code(source: str) -> str:
@@ -81,7 +84,11 @@ def checker_calls(source: str) -> list[tuple[str, str]]:
 
 
 def _program(source_nb, submitted_nb) -> tuple[list[tuple[int, str]], list]:
-    answers = {_meta(c).get("grade_id"): c.source for c in submitted_nb.cells if _meta(c).get("solution")}
+    answers = {
+        _meta(c)["grade_id"]: c.source
+        for c in submitted_nb.cells
+        if _meta(c).get("solution") and isinstance(_meta(c).get("grade_id"), str)
+    }
     program, tests = [], []
     for index, cell in enumerate(source_nb.cells):
         meta = _meta(cell)

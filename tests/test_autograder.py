@@ -98,6 +98,26 @@ def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
     assert failure.value.cell == 7
 
 
+def test_answer_cells_are_matched_by_grade_id_and_broken_metadata_is_ignored():
+    """A submission's nbgrader metadata is the student's to edit: a string or null there, or an unhashable
+    grade id, used to crash grade_notebook (the whole notebook went to manual grading)."""
+    import nbformat
+
+    from autograder.record import _program
+
+    source = nbformat.read(cli.REPO / "autograder/demo/source/positions/positions.ipynb", as_version=4)
+    submitted = nbformat.from_dict(json.loads(nbformat.writes(source)))
+    submitted.cells[2].source, submitted.cells[4].source = "pe = 1", "rope = 1"
+    submitted.cells[2].metadata["nbgrader"] = "not a dict"
+    submitted.cells[4].metadata["nbgrader"]["grade_id"] = ["apply_rope"]
+    submitted.cells.append(nbformat.v4.new_code_cell("extra = 1", metadata={"nbgrader": None}))
+    program, tests = _program(source, submitted)
+    assert dict(program) == {1: source.cells[1].source, 2: "", 4: ""}
+    assert [t.metadata.nbgrader.grade_id for t in tests] == [
+        "test_sinusoidal_pe", "test_apply_rope", "test_apply_rope_speed"
+    ]  # fmt: skip
+
+
 # A child without the sandbox (quick to start): what these tests need is the protocol, not the isolation.
 PLAIN_PYTHON = [sys.executable, "-I"]
 FIND_PIPE = """
