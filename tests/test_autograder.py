@@ -143,7 +143,10 @@ def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
         FIND_PIPE
         + """
 import io, zipfile, torch
-remote._plain = lambda value: value
+def raw(value, real=remote._plain):  # what a patched child sends: these as they are, the rest as usual
+    sparse_or_nested = isinstance(value, torch.Tensor) and (value.is_nested or value.layout != torch.strided)
+    return value if isinstance(value, (list, int)) or sparse_or_nested else real(value)
+remote._plain = raw
 def shared():
     a = [1.0]
     for _ in range(45):
@@ -156,7 +159,8 @@ def nested():
 def huge():
     return 10**400
 def fine():
-    return (torch.ones(2), 3, 0.5, "text", None, [True])
+    import numpy
+    return (torch.ones(2), 3, numpy.float64(0.5), "text", None, [True])
 def shout():
     raise ValueError("\x1b[2J\x1b]0;owned\x07" + "A" * 10**6)
 def bomb():

@@ -120,7 +120,7 @@ def _unreadable(value: Any) -> str | None:
     def walk(v: Any, depth: int) -> str | None:
         budget[0] -= 1
         if budget[0] < 0 or depth > 32:
-            return f"a structure of more than {MAX_ITEMS} items or {32} levels"
+            return f"a structure of more than {MAX_ITEMS} items or 32 levels"
         if isinstance(v, torch.Tensor):
             if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
                 return f"a {type(v).__name__} (a tensor subclass)"
@@ -187,6 +187,9 @@ def _plain(value: Any) -> Any:
         return (tuple if isinstance(value, tuple) else list)(_plain(v) for v in value)
     if value is None or type(value) in (bool, int, float, str):
         return value
+    for kind in (int, float, str):  # subclasses (numpy.float64 is a float) travel as the plain type
+        if isinstance(value, kind):
+            return kind(value)
     try:
         import numpy
 
