@@ -284,6 +284,31 @@ def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_termin
     assert "\x1b" not in capsys.readouterr().out
 
 
+def test_feedback_pages_sanitise_what_the_student_wrote_and_keep_the_instructors_cells(tmp_path, monkeypatch):
+    """A student's markdown cell with `<script>` or `onerror=` went verbatim into the feedback page (nbgrader's
+    feedback template ignores HTMLExporter.sanitize_html)."""
+    import nbformat
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    config = PyFileConfigLoader(str(cli.CONFIG)).load_config()
+    [sanitise] = [
+        p
+        for p in config.GenerateFeedback.preprocessors
+        if getattr(p, "__name__", "") == "StudentCellsSanitized"
+    ]
+    locked = {"nbgrader": {"grade_id": "intro", "locked": True}}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Positions $i < j$ <b>matter</b>", metadata=locked),
+        nbformat.v4.new_markdown_cell("mine <script>alert(1)</script><img src=x onerror=alert(2)>"),
+        nbformat.v4.new_markdown_cell("<script>x()</script>", metadata={"nbgrader": {"locked": True}}),
+    ])  # fmt: skip
+    nb, _ = sanitise(config=config)(nb, {})
+    assert nb.cells[0].source == "Positions $i < j$ <b>matter</b>"
+    assert "<script" not in nb.cells[1].source and "<img" not in nb.cells[1].source
+    assert "<script" not in nb.cells[2].source  # locked but not a cell of the source notebook
+
+
 @pytest.fixture(scope="module")
 def demo_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
