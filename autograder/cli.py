@@ -27,6 +27,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
+# seconds for grading one notebook of one student, answer cells and checks together (record.NOTEBOOK_BUDGET)
+NOTEBOOK_TIMEOUT = 600.0
 # nbgrader runs `alembic` from PATH: make the environment's own scripts findable
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
@@ -104,11 +106,19 @@ def _nbgrader_api():
         # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
         warnings.filterwarnings("ignore", message="Object of type <Submitted")
         from nbgrader.apps import NbGraderAPI
+        from nbgrader.converters import Autograde
         from nbgrader.coursedir import CourseDirectory
+        from nbgrader.preprocessors import SaveAutoGrades
         from traitlets.config.loader import PyFileConfigLoader
+
+        from autograder.gradebook import PendingScores
 
         config = PyFileConfigLoader(str(CONFIG)).load_config()
         config.Execute.enabled = False
+        config.Autograde.autograde_preprocessors = [
+            PendingScores if step is SaveAutoGrades else step
+            for step in Autograde.class_traits()["autograde_preprocessors"].default()
+        ]
         _API = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     return _API
 
@@ -119,12 +129,15 @@ def _worker_init(counter) -> None:
         os.environ["POSREF_WORKER"] = str(counter.value)
 
 
-def grade_student(assignment: str, student: str, cell_timeout: float) -> dict:
+def grade_student(
+    assignment: str, student: str, cell_timeout: float, notebook_timeout: float = NOTEBOOK_TIMEOUT
+) -> dict:
     """One student, in one worker process: nbgrader's autograde (without running the notebook), then the score
     of record for each notebook, written into the gradebook, the autograded notebook and a JSON record."""
     from autograder import gradebook
-    from autograder.record import grade_notebook
+    from autograder.record import Record, grade_notebook
     from autograder.sandbox import Sandbox
+    from posref.grading.remote import student_text
 
     started = time.perf_counter()
     course = course_dir()
@@ -133,9 +146,16 @@ def grade_student(assignment: str, student: str, cell_timeout: float) -> dict:
     records = []
     for source_nb in sorted((_source_dir() / assignment).glob("*.ipynb")):
         submitted = course / "submitted" / student / assignment / source_nb.name
-        record = grade_notebook(
-            source_nb, submitted, sandbox=sandbox, scratch_base=course / "scratch", timeout=cell_timeout
-        )
+        try:
+            record = grade_notebook(
+                source_nb, submitted, sandbox=sandbox, scratch_base=course / "scratch", timeout=cell_timeout,
+                budget=notebook_timeout,
+            )  # fmt: skip
+        except Exception as err:  # a fault of the grader's own: this notebook goes to a person, never scored
+            reason = f"grader error: {type(err).__name__}: {student_text(str(err))}"
+            record = Record(
+                notebook=source_nb.name, status="could not grade", reason=reason, sandbox=sandbox.mode
+            )
         if not nb_run["success"] and record.status == "graded":
             record.problems.append(
                 "nbgrader could not process this submission; scores are only in the record"
@@ -157,7 +177,12 @@ def grade_student(assignment: str, student: str, cell_timeout: float) -> dict:
 
 
 def autograde(
-    assignment: str, *, workers: int = 2, students: list[str] | None = None, cell_timeout: float = 60.0
+    assignment: str,
+    *,
+    workers: int = 2,
+    students: list[str] | None = None,
+    cell_timeout: float = 60.0,
+    notebook_timeout: float = NOTEBOOK_TIMEOUT,
 ) -> list[dict]:
     import multiprocessing
 
@@ -174,7 +199,9 @@ def autograde(
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_worker_init, initargs=(counter,)
     ) as pool:
-        futures = {pool.submit(grade_student, assignment, s, cell_timeout): s for s in students}
+        futures = {
+            pool.submit(grade_student, assignment, s, cell_timeout, notebook_timeout): s for s in students
+        }
         for future in tqdm(
             as_completed(futures), total=len(futures), desc=f"autograde {assignment}", unit="student"
         ):
@@ -217,8 +244,18 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
             f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
         )
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """A CSV field that a spreadsheet shows as text: one starting with = + - @ (a formula to Excel, LibreOffice
+    and Google Sheets: a student id like ``=HYPERLINK(...)``) gets a leading apostrophe (OWASP's advice)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def print_table(rows: list[dict], expected: dict | None = None) -> None:
@@ -226,7 +263,8 @@ def print_table(rows: list[dict], expected: dict | None = None) -> None:
     for row in rows:
         score = f"{row['score'] or '-'}/{row['max_score']}"
         extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
-        print(f"{row['student']:<11} {score:>7}  {row['status']:<16} {row['reason'][:110]}{extra}")
+        student, reason = _printable(row["student"]), _printable(row["reason"][:110])
+        print(f"{student:<11} {score:>7}  {row['status']:<16} {reason}{extra}")
 
 
 def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:
@@ -273,7 +311,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("assignment")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--student", action="append")
-    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds for each answer cell and call")
+    p.add_argument(
+        "--notebook-timeout", type=float, default=NOTEBOOK_TIMEOUT, help="seconds for one notebook in all"
+    )
     sub.add_parser("feedback").add_argument("assignment")
     p = sub.add_parser("export")
     p.add_argument("assignment")
@@ -287,7 +328,11 @@ def main(argv: list[str] | None = None) -> None:
         print("imported:", ", ".join(import_submissions(args.path, args.assignment)))
     elif args.command == "autograde":
         autograde(
-            args.assignment, workers=args.workers, students=args.student, cell_timeout=args.cell_timeout
+            args.assignment,
+            workers=args.workers,
+            students=args.student,
+            cell_timeout=args.cell_timeout,
+            notebook_timeout=args.notebook_timeout,
         )
     elif args.command == "feedback":
         feedback(args.assignment)

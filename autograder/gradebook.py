@@ -6,8 +6,25 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
+from nbgrader.preprocessors import SaveAutoGrades
 
 from autograder.cli import CONFIG, course_dir
+
+
+class PendingScores(SaveAutoGrades):
+    """nbgrader's ``SaveAutoGrades`` in ``python -m autograder autograde``, except that every grade is left
+    without a score and flagged for grading until ``write_scores`` writes the score of record.
+
+    The notebook is not executed there, and nbgrader's own rule gives a test cell without error output its full
+    points: a run that stopped between nbgrader's autograde and ``write_scores`` (a crash, Ctrl-C, a killed
+    worker) would have left full marks in the gradebook."""
+
+    def _add_score(self, cell, resources) -> None:
+        grade = self.gradebook.find_grade(
+            cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id, self.student_id
+        )
+        grade.auto_score, grade.needs_manual_grade = None, True
+        self.gradebook.db.commit()
 
 
 def write_scores(assignment: str, student: str, notebook: str, record, autograded: Path) -> None:

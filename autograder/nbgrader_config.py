@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from nbconvert.preprocessors.sanitize import SanitizeHTML
+
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
 # `nbgrader autograde` typed by hand runs each submission in an ordinary kernel on this machine: a hostile
@@ -50,9 +52,26 @@ c.CourseDirectory.course_id = "posref"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
-# Feedback never shows hidden-test source.
+
+
+class StudentCellsSanitized(SanitizeHTML):
+    """nbconvert's SanitizeHTML for what a student wrote: every cell but the locked cells of the source notebook
+    (nbgrader's autograde restored those from the source; sanitising would mangle the instructor's `$a < b$`)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if isinstance(meta, dict) and meta.get("locked") and meta.get("grade_id"):
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+
+# Feedback never shows hidden-test source, nor runs what a student wrote: nbgrader's feedback template ignores
+# HTMLExporter.sanitize_html, and a `<script>` or `onerror=` in a student's markdown cell ran in the browser of
+# whoever opened the page.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
+    StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled

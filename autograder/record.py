@@ -5,7 +5,9 @@ For one submitted notebook: the program is the *source* notebook's code cells in
 runs it; then every ``check_*(name, ...)`` call found in a test cell of the source notebook is run here,
 in hidden mode, against the child's function through ``RemoteFunction``. A test cell earns its points when
 all its checker calls pass. A cell whose code kills or hangs the child is left out and the child restarted,
-so the student loses only what depended on that cell; the reason is recorded either way.
+so the student loses only what depended on that cell; the reason is recorded either way. Grading one notebook
+takes at most ``budget`` seconds however slow the student's code is: the checks left when it runs out fail,
+with that reason.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ast
 import atexit
 import shutil
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,9 +23,10 @@ import nbformat
 
 import posref.grading as checkers
 from autograder.sandbox import Sandbox
-from posref.grading.remote import Child, ChildFailed, RemoteFunction
+from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
 
 MAX_RESTARTS = 6
+NOTEBOOK_BUDGET = 600.0  # seconds for grading one notebook, answer cells and checks together
 
 
 @dataclass
@@ -55,7 +59,10 @@ class Record:
 
 
 def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+    """The cell's nbgrader metadata; {} when a (student-edited) notebook has something else there."""
+    meta = cell.get("metadata", {})
+    meta = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _code(source: str) -> str:
@@ -77,7 +84,11 @@ def checker_calls(source: str) -> list[tuple[str, str]]:
 
 
 def _program(source_nb, submitted_nb) -> tuple[list[tuple[int, str]], list]:
-    answers = {_meta(c).get("grade_id"): c.source for c in submitted_nb.cells if _meta(c).get("solution")}
+    answers = {
+        _meta(c)["grade_id"]: c.source
+        for c in submitted_nb.cells
+        if _meta(c).get("solution") and isinstance(_meta(c).get("grade_id"), str)
+    }
     program, tests = [], []
     for index, cell in enumerate(source_nb.cells):
         meta = _meta(cell)
@@ -95,23 +106,35 @@ def _program(source_nb, submitted_nb) -> tuple[list[tuple[int, str]], list]:
 class _Children:
     """The student's child (restarted without a cell that killed it) and, for speed checks, a reference child."""
 
-    def __init__(self, program, sandbox: Sandbox, scratch: Path, problems: list[str], timeout: float) -> None:
+    def __init__(
+        self, program, sandbox: Sandbox, scratch: Path, problems: list[str], timeout: float, budget: float
+    ) -> None:
         self.program, self.sandbox, self.scratch, self.problems = list(program), sandbox, scratch, problems
-        self.timeout = timeout
+        self.timeout, self.budget = timeout, budget
+        self.deadline = time.monotonic() + budget
         self.student: Child | None = None
 
-    def _start(self, cells) -> Child:
+    def _start(self, cells, deadline: float | None) -> Child:
         command, cwd, python_path = self.sandbox.python_command(self.scratch)
         return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
                      preexec_fn=self.sandbox.set_limits, cell_timeout=self.timeout, call_timeout=self.timeout,
-                     log_path=str(self.scratch.parent / "child.log"))  # fmt: skip
+                     log_path=str(self.scratch.parent / "child.log"), deadline=deadline)  # fmt: skip
+
+    @property
+    def out_of_time(self) -> str:
+        """'' while the notebook's budget lasts, else the reason the checks left are not run."""
+        if time.monotonic() < self.deadline:
+            return ""
+        return f"not checked: the time for grading this notebook ({self.budget:g} s) ran out"
 
     def get(self) -> Child:
         if self.student is not None and self.student.alive:
             return self.student
+        if self.out_of_time:
+            raise BudgetSpent(self.out_of_time)
         for _ in range(MAX_RESTARTS):
             try:
-                self.student = self._start(self.program)
+                self.student = self._start(self.program, self.deadline)
                 return self.student
             except ChildFailed as failure:
                 bad = getattr(failure, "cell", None)
@@ -126,7 +149,7 @@ class _Children:
         worker's lifetime: it runs only posref, never student code."""
         child = _REFERENCE_CHILDREN.get(name)
         if child is None or not child.alive:
-            child = _REFERENCE_CHILDREN[name] = self._start([(0, f"from posref import {name}")])
+            child = _REFERENCE_CHILDREN[name] = self._start([(0, f"from posref import {name}")], None)
         return RemoteFunction(child, name)
 
     def close(self) -> None:
@@ -144,9 +167,16 @@ def _close_reference_children() -> None:
 
 
 def grade_notebook(
-    source_path: Path, submitted_path: Path, *, sandbox: Sandbox, scratch_base: Path, timeout: float = 60.0
+    source_path: Path,
+    submitted_path: Path,
+    *,
+    sandbox: Sandbox,
+    scratch_base: Path,
+    timeout: float = 60.0,
+    budget: float = NOTEBOOK_BUDGET,
 ) -> Record:
-    """The score of record of one submitted notebook (see the module docstring)."""
+    """The score of record of one submitted notebook (see the module docstring). ``timeout``: seconds for each
+    answer cell and each call of a student's function; ``budget``: seconds for the whole notebook."""
     record = Record(notebook=submitted_path.name, status="graded", sandbox=sandbox.mode)
     source_nb = nbformat.read(source_path, as_version=4)
     try:
@@ -154,7 +184,7 @@ def grade_notebook(
     except Exception as err:  # a missing or corrupted notebook is reported, never scored 0 silently
         record.status, record.reason = (
             "could not grade",
-            f"the notebook could not be read: {type(err).__name__}: {err}",
+            f"the notebook could not be read: {type(err).__name__}: {student_text(str(err))}",
         )
         submitted_nb = nbformat.v4.new_notebook()
     program, tests = _program(source_nb, submitted_nb)
@@ -164,7 +194,7 @@ def grade_notebook(
         ]
         return record
     scratch = sandbox.scratch(submitted_path.parent, scratch_base)
-    children = _Children(program, sandbox, scratch, record.problems, timeout)
+    children = _Children(program, sandbox, scratch, record.problems, timeout, budget)
     try:
         try:
             children.get()
@@ -184,12 +214,22 @@ def grade_notebook(
             record.cells.append(result)
             try:
                 messages = [_run_check(children, name, fn) for name, fn in checker_calls(cell.source)]
+            except BudgetSpent:
+                result.message = children.out_of_time
+                continue
             except ChildFailed as failure:
                 result.message = f"could not run the answer cells: {failure.reason}"
+                continue
+            except Exception as err:  # a fault of the grader's own: flagged for a person, never scored
+                what = f"{type(err).__name__}: {student_text(str(err))}"
+                result.message = f"grader error while checking {result.grade_id}: {what}"
+                record.status, record.reason = "could not grade", record.reason or result.message
                 continue
             failures = [m for m in messages if m]
             result.score = 0.0 if failures else result.points
             result.message = "\n".join(failures) or "passed"
+        if children.out_of_time:
+            record.problems.append(children.out_of_time.replace("not checked: ", ""))
         if children.student is not None:
             record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
     finally:
@@ -200,6 +240,8 @@ def grade_notebook(
 
 def _run_check(children: _Children, name: str, fn: str) -> str:
     """'' if the check passes, else what the student should read."""
+    if children.out_of_time:
+        return children.out_of_time
     child = children.get()
     if fn not in child.names:
         return f"{fn} is not defined: the cell that defines it did not run or does not define it"
@@ -214,4 +256,6 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
         if isinstance(failure.__cause__, ChildFailed):
             child.kill()  # restarted for the next check
         return str(failure)
+    except StudentError as err:  # raised outside the checker's own cases (e.g. while being timed)
+        return f"{fn} raised {err}"
     return ""

@@ -16,15 +16,16 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from autograder import cli
 from autograder.demo.submissions import SUBMISSIONS
-from autograder.record import checker_calls
+from autograder.record import _Children, _run_check, checker_calls, grade_notebook
 from autograder.sandbox import Sandbox
-from posref.grading.remote import Child, ChildFailed
+from posref.grading.remote import MAX_TEXT, BudgetSpent, Child, ChildFailed, StudentError
 
 needs_bwrap = pytest.mark.skipif(
     Sandbox().problem is not None, reason=f"sandbox unavailable: {Sandbox().problem}"
@@ -97,6 +98,217 @@ def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
     assert failure.value.cell == 7
 
 
+def test_answer_cells_are_matched_by_grade_id_and_broken_metadata_is_ignored():
+    """A submission's nbgrader metadata is the student's to edit: a string or null there, or an unhashable
+    grade id, used to crash grade_notebook (the whole notebook went to manual grading)."""
+    import nbformat
+
+    from autograder.record import _program
+
+    source = nbformat.read(cli.REPO / "autograder/demo/source/positions/positions.ipynb", as_version=4)
+    submitted = nbformat.from_dict(json.loads(nbformat.writes(source)))
+    submitted.cells[2].source, submitted.cells[4].source = "pe = 1", "rope = 1"
+    submitted.cells[2].metadata["nbgrader"] = "not a dict"
+    submitted.cells[4].metadata["nbgrader"]["grade_id"] = ["apply_rope"]
+    submitted.cells.append(nbformat.v4.new_code_cell("extra = 1", metadata={"nbgrader": None}))
+    program, tests = _program(source, submitted)
+    assert dict(program) == {1: source.cells[1].source, 2: "", 4: ""}
+    assert [t.metadata.nbgrader.grade_id for t in tests] == [
+        "test_sinusoidal_pe", "test_apply_rope", "test_apply_rope_speed"
+    ]  # fmt: skip
+
+
+# A child without the sandbox (quick to start): what these tests need is the protocol, not the isolation.
+PLAIN_PYTHON = [sys.executable, "-I"]
+FIND_PIPE = """
+import fcntl, os
+import posref.grading.remote as remote
+def pipe_to_grader():
+    for fd in range(3, 64):
+        try:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                return fd
+        except OSError:
+            pass
+"""
+
+
+def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
+    """Student code can replace the child's own conversion (``remote._plain``) and send anything ``torch.save``
+    writes. Each result below used to reach the checkers: a list of shared references whose repr has 2**45
+    items (the grader hung building it), a sparse or nested tensor or an integer too big for a float (the
+    comparison raised in the grader), a compressed frame (a zip bomb); an error message of a megabyte with
+    terminal escapes went into the record, the CSV and the instructor's terminal."""
+    code = (
+        FIND_PIPE
+        + """
+import io, zipfile, torch
+def raw(value, real=remote._plain):  # what a patched child sends: these as they are, the rest as usual
+    sparse_or_nested = isinstance(value, torch.Tensor) and (value.is_nested or value.layout != torch.strided)
+    return value if isinstance(value, (list, int)) or sparse_or_nested else real(value)
+remote._plain = raw
+def shared():
+    a = [1.0]
+    for _ in range(45):
+        a = [a, a]
+    return a
+def sparse():
+    return torch.ones(3, 4).to_sparse()
+def nested():
+    return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+def huge():
+    return 10**400
+def fine():
+    import numpy
+    return (torch.ones(2), 3, numpy.float64(0.5), "text", None, [True])
+def shout():
+    raise ValueError("\x1b[2J\x1b]0;owned\x07" + "A" * 10**6)
+def bomb():
+    buf = io.BytesIO()
+    torch.save({"ok": torch.zeros(10**6)}, buf)
+    entries, out = zipfile.ZipFile(io.BytesIO(buf.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in entries.infolist():
+            z.writestr(info.filename, entries.read(info.filename), compress_type=zipfile.ZIP_DEFLATED)
+    data = out.getvalue()
+    os.write(pipe_to_grader(), remote._HEADER.pack(len(data)) + data)
+    import time; time.sleep(60)
+"""
+    )
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
+    try:
+        started = time.monotonic()
+        for name, expected in [
+            ("shared", "more than 10000 items"),
+            ("sparse", "layout torch.sparse_coo"),
+            ("nested", "nested tensor"),
+            ("huge", "does not fit in 64 bits"),
+        ]:
+            with pytest.raises(StudentError, match=expected):
+                child.call(name, (), {})
+        assert time.monotonic() - started < 10
+        assert child.call("fine", (), {})[1:] == (3, 0.5, "text", None, [True])
+        with pytest.raises(StudentError) as raised:
+            child.call("shout", (), {})
+        message = str(raised.value)
+        assert len(message) < MAX_TEXT + 100 and "\x1b" not in message and "\x07" not in message
+        with pytest.raises(ChildFailed, match="compressed"):
+            child.call("bomb", (), {})
+    finally:
+        child.close()
+
+
+def test_announcements_faked_by_a_cell_neither_restart_its_clock_nor_blame_another_cell():
+    """A cell that writes "cell 0 starts" to the grader's pipe every 0.2 s used to restart cell 0's timeout each
+    time (forever, had it kept going: here 8 s under a 6 s timeout); now the announcement out of order fails
+    that cell at once."""
+    code = (
+        FIND_PIPE
+        + """
+import time
+for _ in range(40):
+    os.write(pipe_to_grader(), remote._encode({"event": "cell", "index": 0}))
+    time.sleep(0.2)
+"""
+    )
+    started = time.monotonic()
+    with pytest.raises(ChildFailed, match="out of order while running cell 0") as failure:
+        Child(PLAIN_PYTHON, [(0, code), (1, "x = 1")], python_path=[str(cli.REPO)], cell_timeout=6)
+    assert failure.value.cell == 0
+    assert time.monotonic() - started < 6
+
+
+def test_the_notebook_budget_bounds_all_calls_together(tmp_path):
+    """Each call of a function that sleeps 1 s is within its timeout (10 s), but a notebook's calls share one
+    budget: 33 cases of such a function used to take 33 s per check (and 60 s a case at the default timeout)."""
+    code = "import time\ndef slow():\n    time.sleep(1)\n    return 1.0\n"
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=10)
+    child.deadline = time.monotonic() + 2.5
+    try:
+        started = time.monotonic()
+        with pytest.raises(BudgetSpent):
+            for _ in range(10):
+                assert child.call("slow", (), {}) == 1.0
+        assert time.monotonic() - started < 3.5
+    finally:
+        child.close()
+    children = _Children([], Sandbox(), tmp_path, [], timeout=10, budget=0)
+    assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == (
+        "not checked: the time for grading this notebook (0 s) ran out"
+    )
+
+
+@needs_bwrap
+def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_fails_the_check(
+    tmp_path, monkeypatch
+):
+    """An exception that is not a failed check (a fault of the grader's, or a student value it did not foresee)
+    used to escape grade_notebook, so the student's whole record was lost and the gradebook kept what nbgrader
+    wrote; a student's function that raised while being timed (outside the checker's cases) did the same."""
+    import posref.grading as checkers
+
+    source = cli.REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
+    submitted = tmp_path / "alice" / source.name
+    submitted.parent.mkdir()
+    shutil.copy(source, submitted)
+
+    def broken_checker(fn, **kwargs):
+        raise TypeError("a bug of the grader")
+
+    def timed(fn, **kwargs):  # as a speed check does: calls outside first_difference
+        fn("not", "a tensor")
+
+    monkeypatch.setattr(checkers, "check_sinusoidal_pe", broken_checker)
+    monkeypatch.setattr(checkers, "check_apply_rope_speed", timed)
+    record = grade_notebook(source, submitted, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
+    assert record.status == "could not grade" and record.score is None
+    assert "grader error while checking test_sinusoidal_pe: TypeError: a bug of the grader" in record.reason
+    speed = {c.grade_id: c for c in record.cells}["test_apply_rope_speed"]
+    assert speed.message.startswith("apply_rope raised") and speed.score == 0
+
+
+def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_terminal(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    records = tmp_path / "records" / "a1"
+    records.mkdir(parents=True)
+    nb = {"notebook": "a1.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
+          "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
+    for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
+        (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
+    cli.print_table(cli.export("a1", tmp_path / "out.csv"))
+    with open(tmp_path / "out.csv") as f:
+        students = sorted(row["student"] for row in csv.DictReader(f))
+    assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_feedback_pages_sanitise_what_the_student_wrote_and_keep_the_instructors_cells(tmp_path, monkeypatch):
+    """A student's markdown cell with `<script>` or `onerror=` went verbatim into the feedback page (nbgrader's
+    feedback template ignores HTMLExporter.sanitize_html)."""
+    import nbformat
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    config = PyFileConfigLoader(str(cli.CONFIG)).load_config()
+    [sanitise] = [
+        p
+        for p in config.GenerateFeedback.preprocessors
+        if getattr(p, "__name__", "") == "StudentCellsSanitized"
+    ]
+    locked = {"nbgrader": {"grade_id": "intro", "locked": True}}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Positions $i < j$ <b>matter</b>", metadata=locked),
+        nbformat.v4.new_markdown_cell("mine <script>alert(1)</script><img src=x onerror=alert(2)>"),
+        nbformat.v4.new_markdown_cell("<script>x()</script>", metadata={"nbgrader": {"locked": True}}),
+    ])  # fmt: skip
+    nb, _ = sanitise(config=config)(nb, {})
+    assert nb.cells[0].source == "Positions $i < j$ <b>matter</b>"
+    assert "<script" not in nb.cells[1].source and "<img" not in nb.cells[1].source
+    assert "<script" not in nb.cells[2].source  # locked but not a cell of the source notebook
+
+
 @pytest.fixture(scope="module")
 def demo_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
@@ -133,6 +345,27 @@ def test_the_gradebook_holds_the_score_of_record_and_survives_a_student_writing_
                 assert submission.score == float(row["score"]), name
             else:
                 assert submission.needs_manual_grade, name
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_until_the_score_of_record_is_written_the_gradebook_holds_no_score(demo_course, monkeypatch):
+    """nbgrader's autograde (notebook not executed) gave every test cell without error output its full points,
+    and they stayed in the gradebook when grading stopped before the score of record was written."""
+    from nbgrader.api import Gradebook
+
+    course, _ = demo_course
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
+    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
+    monkeypatch.setattr(cli, "_API", None)
+    try:
+        assert cli._nbgrader_api().autograde("positions", "different", force=True, create=True)["success"]
+    finally:
+        cli._API = None
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grades = gb.find_submission_notebook("positions", "positions", "different").grades
+        assert grades and all(g.auto_score is None and g.needs_manual_grade for g in grades)
 
 
 @pytest.mark.slow

@@ -8,7 +8,10 @@ import system) it patches in the child only, where nothing is judged.
 
 Messages are length-prefixed ``torch.save`` payloads on two pipes. The grader reads them with
 ``torch.load(weights_only=True)``, which builds tensors, numbers, strings and containers only (never arbitrary
-objects), and refuses frames over ``MAX_FRAME`` bytes.
+objects), and refuses frames over ``MAX_FRAME`` bytes. The child is untrusted (student code can patch this
+module inside it and write to its pipe), so the grader checks every frame itself: stored (uncompressed) zip
+entries only, results made of dense tensors, 64-bit numbers, strings and at most ``MAX_ITEMS`` nested items, and
+text from the child cut to ``MAX_TEXT`` printable characters before it reaches a message.
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ import struct
 import subprocess
 import time
 import traceback
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 MAX_FRAME = 256 * 2**20
+# items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
+MAX_ITEMS = 10_000
+MAX_TEXT = 2000  # characters of the child's text (an error message, a cell error) kept in a message
 _HEADER = struct.Struct("<Q")
 
 
@@ -39,6 +46,10 @@ class ChildFailed(Exception):
     @property
     def reported_as(self) -> str:
         return f"nothing back: {self.reason}"
+
+
+class BudgetSpent(ChildFailed):
+    """The notebook's whole grading time (``Child.deadline``) ran out: no cell is to blame."""
 
 
 class StudentError(Exception):
@@ -80,6 +91,63 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def student_text(value: Any) -> str:
+    """The child's text as it may appear in a message, a feedback page, a CSV or the instructor's terminal: at
+    most ``MAX_TEXT`` characters, control characters (ANSI escapes, carriage returns, NUL) shown as ``?``."""
+    text = (value if isinstance(value, str) else f"<a {type(value).__name__}>")[: MAX_TEXT + 1]
+    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " [...]"
+
+
+def _stored_zip(data: bytes) -> str | None:
+    """None if ``data`` is a zip whose entries are all stored uncompressed (as ``torch.save`` writes them), else
+    why not: a deflated entry could unpack to far more than ``MAX_FRAME`` in the grader (a zip bomb)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    return f"a compressed entry {info.filename[:80]!r}"
+    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        return f"not a torch.save archive ({type(err).__name__})"
+    return None
+
+
+def _unreadable(value: Any) -> str | None:
+    """None if the grader can compare ``value`` (dense tensors, 64-bit numbers, strings, None, and tuples/lists of
+    them, at most ``MAX_ITEMS`` items), else what it is, in words a student can act on."""
+    budget = [MAX_ITEMS]
+
+    def walk(v: Any, depth: int) -> str | None:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 32:
+            return f"a structure of more than {MAX_ITEMS} items or 32 levels"
+        if isinstance(v, torch.Tensor):
+            if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
+                return f"a {type(v).__name__} (a tensor subclass)"
+            if v.is_nested:
+                return "a nested tensor"
+            if v.layout != torch.strided:
+                return f"a tensor with layout {v.layout} (return a dense tensor: .to_dense())"
+            if v.is_quantized:
+                return f"a quantized tensor ({v.dtype}; return .dequantize())"
+            if v.device.type == "meta":
+                return "a tensor on the meta device (it has no values)"
+            return None
+        if v is None or type(v) in (bool, float, str):
+            return None
+        if type(v) is int:
+            return None if -(2**63) <= v < 2**63 else "an integer that does not fit in 64 bits"
+        if type(v) in (tuple, list):
+            for item in v:
+                problem = walk(item, depth + 1)
+                if problem:
+                    return problem
+            return None
+        return f"a {type(v).__name__}"
+
+    return walk(value, 0)
+
+
 def _wire(value: Any) -> Any:
     """Arguments to plain data: tensors move to the CPU's format as they are; probes travel as their weights."""
     if hasattr(value, "to_wire"):
@@ -113,11 +181,15 @@ def _unwire(value: Any) -> Any:
 def _plain(value: Any) -> Any:
     """A result the grader can read: tensors (detached), numbers, strings, None, and tuples/lists of them."""
     if isinstance(value, torch.Tensor):
-        return value.detach()
+        value = value.detach()
+        return value if type(value) is torch.Tensor else value.as_subclass(torch.Tensor)
     if isinstance(value, (tuple, list)):
-        return type(value)(_plain(v) for v in value)
-    if value is None or isinstance(value, (bool, int, float, str)):
+        return (tuple if isinstance(value, tuple) else list)(_plain(v) for v in value)
+    if value is None or type(value) in (bool, int, float, str):
         return value
+    for kind in (int, float, str):  # subclasses (numpy.float64 is a float) travel as the plain type
+        if isinstance(value, kind):
+            return kind(value)
     try:
         import numpy
 
@@ -180,6 +252,11 @@ class Child:
             the child is started as ``command + ["-c", <serve>]``.
         cells: ``[(cell_index, source), ...]`` to run in order in one namespace.
         cell_timeout: wall seconds allowed for each cell; call_timeout: for each call.
+        deadline: a ``time.monotonic()`` time after which the child gets no more time at all (the grader's
+            budget for a whole notebook); waiting past it raises ``BudgetSpent``.
+
+    The child announces each cell before running it; only the next cell of ``cells`` is accepted (student code
+    can write to the pipe too, and must not restart a cell's clock or put the blame on another cell).
     """
 
     def __init__(
@@ -195,8 +272,9 @@ class Child:
         log_path: str | None = None,
         preexec_fn=None,
         pass_fds: Sequence[int] = (),
+        deadline: float | None = None,
     ) -> None:
-        self.call_timeout = call_timeout
+        self.call_timeout, self.deadline = call_timeout, deadline
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         boot = (
@@ -222,22 +300,40 @@ class Child:
         self.cell_errors: dict[int, str] = {}
         self.names: list[str] = []
         self._send({"cells": list(cells)})
-        current = None
+        to_come = [index for index, _ in cells]
+        current, started = None, time.monotonic()
         while True:
             try:
-                message = self._receive(cell_timeout)
+                message = self._receive(cell_timeout, started=started)
+                event, index = message.get("event"), message.get("index")
+                event = event if type(event) is str else None
+                if event == "cell" and type(index) is int and to_come and index == to_come[0]:
+                    current, started = to_come.pop(0), time.monotonic()
+                elif event == "ready" and not to_come:  # every cell announced
+                    self.names, self.cell_errors = self._ready(message)
+                    return
+                else:
+                    self.kill()
+                    raise ChildFailed("the grading process sent a message out of order")
             except ChildFailed as failure:
                 self.failed_cell = current
                 self.close()
                 where = f"while running cell {current}" if current is not None else "while starting"
-                error = ChildFailed(f"{failure.reason} {where}")
-                error.cell = current
+                error = type(failure)(f"{failure.reason} {where}")
+                error.cell = None if isinstance(failure, BudgetSpent) else current
                 raise error from None
-            if message.get("event") == "cell":
-                current = message["index"]
-            elif message.get("event") == "ready":
-                self.names, self.cell_errors = list(message["names"]), dict(message["errors"])
-                return
+
+    def _ready(self, message: dict) -> tuple[list[str], dict[int, str]]:
+        names, errors = message.get("names"), message.get("errors")
+        if not (
+            type(names) is list
+            and all(type(n) is str for n in names)
+            and type(errors) is dict
+            and all(type(k) is int and type(v) is str for k, v in errors.items())
+        ):
+            self.kill()
+            raise ChildFailed("the grading process sent a malformed message")
+        return names, {k: student_text(v) for k, v in errors.items()}
 
     def _send(self, obj: Any) -> None:
         try:
@@ -259,19 +355,30 @@ class Child:
             )
         return f"the grading process exited with code {code}"
 
-    def _receive(self, timeout: float) -> Any:
-        deadline = time.monotonic() + timeout
+    def _receive(self, timeout: float, *, started: float | None = None) -> Any:
+        """The next message, within ``timeout`` seconds of ``started`` (default: now) and before ``deadline``."""
+        deadline = (time.monotonic() if started is None else started) + timeout
+        budget = self.deadline is not None and self.deadline < deadline
+        if budget:
+            deadline = self.deadline
         try:
             (n,) = _HEADER.unpack(_read_exact(self._from_child, _HEADER.size, deadline))
             if n > MAX_FRAME:
+                self.kill()
                 raise ChildFailed(f"the grading process sent {n} bytes (more than {MAX_FRAME})")
             data = _read_exact(self._from_child, n, deadline)
         except TimeoutError:
             self.kill()
+            if budget:
+                raise BudgetSpent("the time for grading this notebook ran out") from None
             raise ChildFailed(f"no answer within {timeout:g} s (an infinite loop?)") from None
         except EOFError:
             self.process.wait()
             raise ChildFailed(self._ended()) from None
+        problem = _stored_zip(data)
+        if problem is not None:
+            self.kill()
+            raise ChildFailed(f"the grading process sent an unreadable message ({problem})")
         try:
             message = torch.load(io.BytesIO(data), weights_only=True)
         except Exception as err:  # an unreadable frame: the child wrote something that is not ours
@@ -288,12 +395,14 @@ class Child:
         self._send({"call": name, "args": _wire(args), "kwargs": _wire(kwargs)})
         reply = self._receive(self.call_timeout)
         if "error" in reply:
-            raise StudentError(str(reply["error"]))
+            raise StudentError(student_text(reply["error"]))
         result = reply.get("ok")
-        if isinstance(result, dict) and "__unreadable__" in result:
-            raise StudentError(
-                f"the function returned {result['__unreadable__']}, which the grader does not read"
-            )
+        if type(result) is dict and "__unreadable__" in result:
+            what = student_text(result["__unreadable__"])
+        else:
+            what = _unreadable(result)
+        if what is not None:
+            raise StudentError(f"the function returned {what}, which the grader does not read")
         return result
 
     @property
