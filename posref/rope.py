@@ -80,7 +80,8 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
         )
     if cos.ndim < 2 or cos.shape[-2] not in (1, seq):
         raise ValueError(
-            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]), got shape {tuple(cos.shape)}"
+            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]) or 1 (one position shared by "
+            f"every token), got shape {tuple(cos.shape)}"
         )
     if cos.ndim not in (2, x.ndim):
         raise ValueError(
@@ -88,11 +89,14 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
             f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
         )
     try:
-        torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
+        fits = torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1]) == x.shape[:-1]
     except RuntimeError:
+        fits = False
+    if not fits:  # a larger cos (more sequences than x) would broadcast x up, not fit into x's shape
         raise ValueError(
-            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}"
-        ) from None
+            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}: each leading "
+            f"dim of cos/sin must be 1 or equal to x's"
+        )
     return r
 
 
@@ -109,7 +113,8 @@ def apply_rope(
     Args:
         x: ``(..., T, D)`` queries or keys, any float dtype.
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
-            for per-sequence positions), from ``rope_cos_sin``.
+            for per-sequence positions), from ``rope_cos_sin``; each leading dim 1 or equal to ``x``'s. A sequence
+            dim of 1 instead of ``T`` is one position shared by every token.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
         fused: run one fused pass instead of the readable eager kernels: ``"triton"`` (a hand-written kernel,
             CUDA only; ``posref.rope_triton``), ``"compile"`` (``torch.compile``; ``posref.rope_fused``), ``True``

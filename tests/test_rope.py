@@ -149,6 +149,17 @@ def test_bad_inputs_are_clear_errors():
         rope_frequencies(15)
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_cos_sin_with_more_sequences_than_x_is_an_error(layout, grad):
+    # (4, 1, T, r) against x (1, 3, T, D) broadcasts x up to 4 sequences; the half layout used to write into a
+    # resized view and return an uninitialised tensor (a torch warning only)
+    x = torch.randn(1, 3, 8, 16, requires_grad=grad)
+    c, s = cos_sin(torch.arange(8), 16)
+    with pytest.raises(ValueError, match=r"do not broadcast to x of shape \(1, 3, 8, 16\)"):
+        apply_rope(x, c.expand(4, 1, 8, 8), s.expand(4, 1, 8, 8), layout=layout)
+
+
 class TestRotaryEmbedding:
     def test_cached_equals_uncached_and_grows(self):
         rope = RotaryEmbedding(32, base=500.0, initial_cache_len=8)
