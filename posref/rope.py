@@ -418,11 +418,7 @@ class RotaryEmbedding(nn.Module):
         offset: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Rotate queries and keys ``(..., T, D)`` at ``positions`` (default ``offset .. offset + T - 1``)."""
-        check_tensor("q", q), check_tensor("k", k)
-        if q.shape[-1] != self.head_dim or k.shape[-1] != self.head_dim:
-            raise ValueError(
-                f"q and k must end in head_dim={self.head_dim}, got shapes {tuple(q.shape)} and {tuple(k.shape)}"
-            )
+        self._check_x("q", q), self._check_x("k", k)
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
         cos, sin = self._cos_sin_for(q, positions, offset)
@@ -432,8 +428,16 @@ class RotaryEmbedding(nn.Module):
         self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0
     ) -> torch.Tensor:
         """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
+        self._check_x("x", x)
         cos, sin = self._cos_sin_for(x, positions, offset)
         return apply_rope(x, cos, sin, layout=self.layout)
+
+    def _check_x(self, name: str, x: torch.Tensor) -> None:
+        check_tensor(name, x)
+        if x.ndim < 2 or x.shape[-1] != self.head_dim:
+            raise ValueError(
+                f"{name} must be (..., seq, head_dim) with head_dim={self.head_dim}, got shape {tuple(x.shape)}"
+            )
 
     def _cos_sin_for(
         self, x: torch.Tensor, positions: torch.Tensor | None, offset: int

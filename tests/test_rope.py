@@ -194,6 +194,11 @@ class TestRotaryEmbedding:
         rope = RotaryEmbedding(8)
         with pytest.raises(ValueError, match="head_dim=8"):
             rope(torch.randn(1, 4, 16), torch.randn(1, 4, 16))
+        # rotate() checks the head dim too: a wider x used to have its first 8 dims rotated, the rest passed
+        with pytest.raises(ValueError, match=r"head_dim=8, got shape \(3, 16\)"):
+            rope.rotate(torch.randn(3, 16))
+        with pytest.raises(ValueError, match=r"\(\.\.\., seq, head_dim\).*got shape \(8,\)"):
+            rope.rotate(torch.randn(8))
         with pytest.raises(ValueError, match="either positions or offset"):
             rope.rotate(torch.randn(3, 8), positions=torch.arange(3), offset=2)
         with pytest.raises(ValueError, match=">= 0"):
