@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 
@@ -22,6 +25,18 @@ def check_even(name: str, value: int) -> int:
     if value % 2:
         raise ValueError(f"{name} must be even (dimensions are rotated or encoded in pairs), got {value}")
     return value
+
+
+def check_base(name: str, value: object) -> float:
+    """A frequency base (``rope_theta``, the sinusoid's 10000): a finite number > 1."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or not value > 1.0
+    ):
+        raise ValueError(f"{name} must be a finite number > 1 (e.g. 10000.0), got {value!r}")
+    return float(value)
 
 
 def check_same_device(**tensors: torch.Tensor) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from posref._checks import check_even, check_integer_positions, check_positive_int, check_tensor
+from posref._checks import check_base, check_even, check_integer_positions, check_positive_int, check_tensor
 
 
 def sinusoidal_frequencies(
@@ -28,6 +28,7 @@ def sinusoidal_frequencies(
 ) -> torch.Tensor:
     """Angular frequency of each pair, ``base**(-2i/dim)`` for ``i = 0 .. dim/2 - 1`` -> ``(dim/2,)``."""
     check_even("dim", dim)
+    base = check_base("base", base)
     exponents = torch.arange(0, dim, 2, device=device, dtype=dtype) / dim
     return base ** (-exponents)
 
