@@ -87,19 +87,24 @@ def t5_relative_position_bucket(
     check_positive_int("max_distance", max_distance)
     rel = relative_position.long()
     buckets = torch.zeros_like(rel)
+    given = num_buckets
     if bidirectional:
-        if num_buckets < 2:
-            raise ValueError(f"bidirectional buckets need num_buckets >= 2, got {num_buckets}")
-        num_buckets //= 2
+        num_buckets //= 2  # per direction
         buckets = buckets + (rel > 0).long() * num_buckets
         n = rel.abs()
     else:
         n = (-rel).clamp(min=0)
     max_exact = num_buckets // 2
-    if max_exact < 1 or max_distance <= max_exact:
+    if max_exact < 1:
         raise ValueError(
-            f"need num_buckets//2 (per direction) >= 2 and max_distance > {max_exact}; "
-            f"got num_buckets={num_buckets}, max_distance={max_distance}"
+            f"num_buckets must be >= {4 if bidirectional else 2} "
+            f"({'bidirectional: ' if bidirectional else ''}at least one exact and one log bucket"
+            f"{' per direction' if bidirectional else ''}), got {given}"
+        )
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance must exceed the {max_exact} exactly bucketed distances (num_buckets={given}"
+            f"{', bidirectional' if bidirectional else ''}), got max_distance={max_distance}"
         )
     is_small = n < max_exact
     # log-spaced buckets for max_exact <= n < max_distance; clipped to the last bucket beyond

@@ -114,3 +114,18 @@ def test_relative_errors():
         alibi_bias(alibi_slopes(2), torch.zeros(2, 2, dtype=torch.long), 3)
     with pytest.raises(ValueError, match="positive int"):
         alibi_slopes(0)
+
+
+def test_t5_bucket_errors_name_the_argument_as_given():
+    rel = torch.arange(-5, 6)
+    # the message used to report the halved (per-direction) count: "got num_buckets=1" for a 3
+    with pytest.raises(ValueError, match=r"num_buckets must be >= 4 \(bidirectional.*got 3$"):
+        t5_relative_position_bucket(rel, num_buckets=3)
+    with pytest.raises(ValueError, match=r"num_buckets must be >= 2 .*got 1$"):
+        t5_relative_position_bucket(rel, bidirectional=False, num_buckets=1)
+    with pytest.raises(
+        ValueError, match=r"max_distance must exceed the 8 .*num_buckets=32.*got max_distance=8"
+    ):
+        t5_relative_position_bucket(rel, num_buckets=32, max_distance=8)
+    # the smallest valid settings give buckets in range
+    assert t5_relative_position_bucket(rel, num_buckets=4, max_distance=2).tolist() == [1] * 5 + [0] + [3] * 5
