@@ -16,7 +16,13 @@ import math
 import torch
 from torch import nn
 
-from posref._checks import check_integer_positions, check_positive_int, check_same_device, check_tensor
+from posref._checks import (
+    check_float,
+    check_integer_positions,
+    check_positive_int,
+    check_same_device,
+    check_tensor,
+)
 
 
 def _power_of_two_slopes(n: int) -> list[float]:
@@ -39,7 +45,9 @@ def alibi_slopes(
 
 
 def _as_positions(name: str, positions: torch.Tensor | int, device: torch.device | None) -> torch.Tensor:
-    if isinstance(positions, int):
+    if isinstance(positions, int) and not isinstance(positions, bool):
+        if positions < 0:
+            raise ValueError(f"{name} as a length (meaning arange(length)) must be >= 0, got {positions}")
         return torch.arange(positions, device=device)
     check_tensor(name, positions)
     check_integer_positions(name, positions)
@@ -57,6 +65,7 @@ def alibi_bias(
     causal mask this equals the paper's ``-m (i - j)``; it is also valid without one.
     """
     check_tensor("slopes", slopes)
+    check_float("slopes", slopes)
     if slopes.ndim != 1:
         raise ValueError(f"slopes must be 1-D (one per head), got shape {tuple(slopes.shape)}")
     q = _as_positions("q_positions", q_positions, slopes.device)
