@@ -46,11 +46,16 @@ def rope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cos and sin of the rotation angles ``positions * inv_freq`` -> two ``positions.shape + (r,)`` float32.
 
+    ``positions`` are usually integers; any sign is allowed (a negative position rotates backwards) and so are
+    real-valued ones (Position Interpolation is ``positions / s``); bool and complex are errors.
     Angles are formed in float32 whatever the inputs' dtype (float16 angles are wrong by whole radians at
     long positions). ``attention_factor`` multiplies both (YaRN's and LongRoPE's temperature lives here).
     """
     check_tensor("positions", positions)
     check_tensor("inv_freq", inv_freq)
+    for name, t in (("positions", positions), ("inv_freq", inv_freq)):
+        if t.dtype == torch.bool or t.is_complex():
+            raise TypeError(f"{name} must be a real (integer or float) tensor, got dtype {t.dtype}")
     check_same_device(positions=positions, inv_freq=inv_freq)
     if inv_freq.ndim != 1:
         raise ValueError(f"inv_freq must be 1-D (one frequency per pair), got shape {tuple(inv_freq.shape)}")

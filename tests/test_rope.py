@@ -149,6 +149,19 @@ def test_bad_inputs_are_clear_errors():
         rope_frequencies(15)
 
 
+def test_rope_cos_sin_positions():
+    inv_freq = rope_frequencies(8)[0]
+    # a negative position is the inverse rotation; a fractional one is Position Interpolation's m / s
+    c, s = rope_cos_sin(torch.tensor([-3, 3]), inv_freq)
+    assert_close(c[0], c[1], atol=0)
+    assert_close(s[0], -s[1], atol=0)
+    assert_close(rope_cos_sin(torch.tensor([1.5]), inv_freq)[0][0], (1.5 * inv_freq).cos(), atol=1e-7)
+    with pytest.raises(TypeError, match="positions must be a real .* got dtype torch.bool"):
+        rope_cos_sin(torch.tensor([True, False]), inv_freq)  # used to be read as positions 1 and 0
+    with pytest.raises(TypeError, match="inv_freq must be a real"):
+        rope_cos_sin(torch.arange(3), inv_freq.to(torch.complex64))
+
+
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize("grad", [False, True])
 def test_cos_sin_with_more_sequences_than_x_is_an_error(layout, grad):
