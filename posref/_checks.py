@@ -51,6 +51,12 @@ def check_float(name: str, t: torch.Tensor) -> None:
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
 
 
+def check_float_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")
+    return dtype
+
+
 def check_integer_positions(name: str, t: torch.Tensor) -> None:
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer positions (e.g. torch.long), got dtype {t.dtype}")

@@ -86,7 +86,7 @@ def scaled_dot_product_attention(
         q: ``(..., H, Tq, D)``; k: ``(..., H, Tk, D)``; v: ``(..., H, Tk, Dv)``.
         causal: mask keys after each query (queries aligned to the last keys, see ``causal_mask``).
         bias: additive ``(H, Tq, Tk)`` (or broadcastable) bias added before the softmax.
-    Returns: ``(..., H, Tq, Dv)``, in q's dtype (the softmax runs in float32 for float16/bfloat16 inputs).
+    Returns: ``(..., H, Tq, Dv)``, in v's dtype (the softmax runs in float32 for float16/bfloat16 inputs).
     """
     check_tensor("v", v)
     check_same_device(q=q, v=v)

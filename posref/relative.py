@@ -18,6 +18,7 @@ from torch import nn
 
 from posref._checks import (
     check_float,
+    check_float_dtype,
     check_integer_positions,
     check_positive_int,
     check_same_device,
@@ -37,6 +38,7 @@ def alibi_slopes(
     8 heads: ``1/2, 1/4, ..., 1/256``. 12 heads: ``2**-1 .. 2**-8`` then ``2**-0.5, 2**-1.5, 2**-2.5, 2**-3.5``.
     """
     check_positive_int("n_heads", n_heads)
+    check_float_dtype("dtype", dtype)  # integer slopes would all be 0
     c = 2 ** int(math.floor(math.log2(n_heads)))
     slopes = _power_of_two_slopes(c)
     if c < n_heads:

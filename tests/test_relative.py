@@ -114,6 +114,8 @@ def test_relative_errors():
         alibi_bias(alibi_slopes(2), torch.zeros(2, 2, dtype=torch.long), 3)
     with pytest.raises(ValueError, match="positive int"):
         alibi_slopes(0)
+    with pytest.raises(TypeError, match="dtype must be a floating-point"):
+        alibi_slopes(4, dtype=torch.long)  # used to return slopes of 0
 
 
 def test_alibi_bias_bad_lengths_and_slopes():
