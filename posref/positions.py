@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from posref._checks import check_choice, check_integer_positions, check_tensor
+from posref._checks import check_choice, check_integer_positions, check_positive_int, check_tensor
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 from posref.rope import RotaryEmbedding
@@ -153,6 +153,7 @@ def make_position_handler(
     ``t5_*`` to ``t5`` only.
     """
     check_choice("position method", method, POSITION_METHODS)
+    check_positive_int("d_model", d_model), check_positive_int("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
     if method == "learned":

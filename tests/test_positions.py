@@ -51,6 +51,8 @@ def test_learned_past_its_table_and_bad_choices():
         make_position_handler("rope", d_model=10, n_heads=4)
     with pytest.raises(ValueError, match="needs max_positions"):
         make_position_handler("learned", d_model=16, n_heads=4)
+    with pytest.raises(ValueError, match="n_heads must be a positive int, got 0"):
+        make_position_handler("alibi", d_model=16, n_heads=0)  # was ZeroDivisionError
 
 
 def test_sinusoidal_positions_must_be_non_negative_integers():
