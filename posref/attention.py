@@ -64,6 +64,14 @@ def attention_scores(
             )
         if bias.ndim >= 3 and bias.shape[-3] not in (1, scores.shape[-3]):
             raise ValueError(f"bias has {bias.shape[-3]} heads but q has {scores.shape[-3]}")
+        try:
+            fits = torch.broadcast_shapes(bias.shape, scores.shape) == scores.shape
+        except RuntimeError:
+            fits = False
+        if not fits:  # e.g. a (4, H, Tq, Tk) bias would silently turn one sequence into four
+            raise ValueError(
+                f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+            )
         scores = scores + bias.to(scores.dtype)
     if causal:
         mask = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)

@@ -96,3 +96,7 @@ def test_bad_inputs_are_clear_errors():
         attention_scores(q.long(), q.long())
     with pytest.raises(ValueError, match="same length"):
         scaled_dot_product_attention(q, q, torch.randn(2, 4, 4))
+    # a bias with more sequences than q used to broadcast the output up: (1, 2, 3, 4) in, (4, 2, 3, 4) out
+    q4 = torch.randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"bias of shape \(4, 2, 3, 3\) does not broadcast.*\(1, 2, 3, 3\)"):
+        scaled_dot_product_attention(q4, q4, q4, bias=torch.zeros(4, 2, 3, 3))
