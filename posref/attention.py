@@ -48,6 +48,8 @@ def attention_scores(
     """
     check_tensor("q", q), check_tensor("k", k)
     check_float("q", q), check_float("k", k)
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got {q.dtype} and {k.dtype}")
     check_same_device(q=q, k=k)
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
         raise ValueError(
