@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 
@@ -24,6 +27,18 @@ def check_even(name: str, value: int) -> int:
     return value
 
 
+def check_base(name: str, value: object) -> float:
+    """A frequency base (``rope_theta``, the sinusoid's 10000): a finite number > 1."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or not value > 1.0
+    ):
+        raise ValueError(f"{name} must be a finite number > 1 (e.g. 10000.0), got {value!r}")
+    return float(value)
+
+
 def check_same_device(**tensors: torch.Tensor) -> None:
     devices = {name: t.device for name, t in tensors.items()}
     if len(set(devices.values())) > 1:
@@ -34,6 +49,12 @@ def check_same_device(**tensors: torch.Tensor) -> None:
 def check_float(name: str, t: torch.Tensor) -> None:
     if not t.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+
+
+def check_float_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")
+    return dtype
 
 
 def check_integer_positions(name: str, t: torch.Tensor) -> None:

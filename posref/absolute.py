@@ -16,7 +16,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from posref._checks import check_even, check_integer_positions, check_positive_int, check_tensor
+from posref._checks import (
+    check_base,
+    check_even,
+    check_float_dtype,
+    check_integer_positions,
+    check_positive_int,
+    check_tensor,
+)
 
 
 def sinusoidal_frequencies(
@@ -28,6 +35,8 @@ def sinusoidal_frequencies(
 ) -> torch.Tensor:
     """Angular frequency of each pair, ``base**(-2i/dim)`` for ``i = 0 .. dim/2 - 1`` -> ``(dim/2,)``."""
     check_even("dim", dim)
+    base = check_base("base", base)
+    check_float_dtype("dtype", dtype)
     exponents = torch.arange(0, dim, 2, device=device, dtype=dtype) / dim
     return base ** (-exponents)
 
@@ -46,6 +55,7 @@ def sinusoidal_pe(
     half-precision angles would be wrong by whole radians at long positions.
     """
     check_positive_int("n_positions", n_positions)
+    check_float_dtype("dtype", dtype)  # an integer table would hold only 0 and 1
     angle_dtype = torch.float64 if dtype == torch.float64 else torch.float32
     freqs = sinusoidal_frequencies(dim, base=base, device=device, dtype=angle_dtype)
     angles = torch.arange(n_positions, device=device, dtype=angle_dtype)[:, None] * freqs  # (P, dim/2)
@@ -67,6 +77,7 @@ def sinusoidal_shift_matrix(
     from ``sin(a + b) = sin a cos b + cos a sin b`` and ``cos(a + b) = cos a cos b - sin a sin b``.
     It does not depend on ``p``: a shift is a linear map of the encoding.
     """
+    check_float_dtype("dtype", dtype)
     angles = float(k) * sinusoidal_frequencies(dim, base=base, device=device, dtype=torch.float64)
     c, s = angles.cos(), angles.sin()
     blocks = torch.stack((torch.stack((c, s), -1), torch.stack((-s, c), -1)), -2)  # (dim/2, 2, 2)

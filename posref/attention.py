@@ -48,6 +48,8 @@ def attention_scores(
     """
     check_tensor("q", q), check_tensor("k", k)
     check_float("q", q), check_float("k", k)
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got {q.dtype} and {k.dtype}")
     check_same_device(q=q, k=k)
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -64,6 +66,14 @@ def attention_scores(
             )
         if bias.ndim >= 3 and bias.shape[-3] not in (1, scores.shape[-3]):
             raise ValueError(f"bias has {bias.shape[-3]} heads but q has {scores.shape[-3]}")
+        try:
+            fits = torch.broadcast_shapes(bias.shape, scores.shape) == scores.shape
+        except RuntimeError:
+            fits = False
+        if not fits:  # e.g. a (4, H, Tq, Tk) bias would silently turn one sequence into four
+            raise ValueError(
+                f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+            )
         scores = scores + bias.to(scores.dtype)
     if causal:
         mask = causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device)
@@ -86,7 +96,7 @@ def scaled_dot_product_attention(
         q: ``(..., H, Tq, D)``; k: ``(..., H, Tk, D)``; v: ``(..., H, Tk, Dv)``.
         causal: mask keys after each query (queries aligned to the last keys, see ``causal_mask``).
         bias: additive ``(H, Tq, Tk)`` (or broadcastable) bias added before the softmax.
-    Returns: ``(..., H, Tq, Dv)``, in q's dtype (the softmax runs in float32 for float16/bfloat16 inputs).
+    Returns: ``(..., H, Tq, Dv)``, in v's dtype (the softmax runs in float32 for float16/bfloat16 inputs).
     """
     check_tensor("v", v)
     check_same_device(q=q, v=v)

@@ -157,6 +157,11 @@ def _head_dim(config: Mapping[str, Any], model_type: str | None, notes: list[str
             "cannot tell the head size: the config has no head_dim and no hidden_size / num_attention_heads "
             f"(nor n_embd / n_head); keys present: {sorted(config)}"
         )
+    for name, value in (("hidden_size", hidden), ("num_attention_heads", heads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(
+                f"the config's {name} must be a positive int (it sizes the heads), got {value!r}"
+            )
     return hidden // heads
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-from posref._checks import check_same_device, check_tensor
+from posref._checks import check_positive_int, check_same_device, check_tensor
 from posref.relative import T5RelativeBias, t5_relative_position_bucket
 
 ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -27,10 +27,13 @@ ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tor
 def alibi_score_mod(slopes: torch.Tensor, *, q_offset: int = 0) -> ScoreMod:
     """ALiBi (arXiv 2108.12409): ``score - slope[h] * |(q_idx + q_offset) - kv_idx|``."""
     check_tensor("slopes", slopes)
+    if isinstance(q_offset, bool) or not isinstance(q_offset, int) or q_offset < 0:
+        raise ValueError(f"q_offset must be an int >= 0 (the key position of query 0), got {q_offset!r}")
 
     def score_mod(score, b, h, q_idx, kv_idx):
         return score - slopes[h] * (q_idx + q_offset - kv_idx).abs()
 
+    score_mod.q_offset = q_offset  # type: ignore[attr-defined]  # checked by flex_biased_attention
     return score_mod
 
 
@@ -40,6 +43,11 @@ def t5_score_mod(bias: T5RelativeBias, q_len: int, k_len: int) -> ScoreMod:
     The ``Tq + Tk - 1`` possible values of ``key - query`` are bucketed once into a ``(H, Tq + Tk - 1)`` table;
     the score_mod indexes it, so no ``(H, Tq, Tk)`` tensor is formed.
     """
+    check_positive_int("q_len", q_len), check_positive_int("k_len", k_len)
+    if q_len > k_len:
+        raise ValueError(
+            f"t5_score_mod needs q_len <= k_len (queries sit at the last q_len key positions), got {q_len} > {k_len}"
+        )
     device = bias.embedding.weight.device
     q_offset = k_len - q_len
     rel = torch.arange(-(k_len - 1), k_len, device=device)  # every key - query over the aligned positions
@@ -51,6 +59,8 @@ def t5_score_mod(bias: T5RelativeBias, q_len: int, k_len: int) -> ScoreMod:
     def score_mod(score, b, h, q_idx, kv_idx):
         return score + table[h, kv_idx - (q_idx + q_offset) + (k_len - 1)]
 
+    # the table is only valid for these lengths: flex_biased_attention checks them against q and k
+    score_mod.q_len, score_mod.k_len = q_len, k_len  # type: ignore[attr-defined]
     return score_mod
 
 
@@ -78,15 +88,32 @@ def flex_biased_attention(
     causal: bool = True,
     scale: float | None = None,
 ) -> torch.Tensor:
-    """``softmax(scale q k^T + bias) v`` with the bias given as a ``score_mod`` -> ``(B, H, Tq, Dv)``."""
+    """``softmax(scale q k^T + bias) v`` with the bias given as a ``score_mod`` -> ``(B, H, Tq, Dv)``.
+
+    A ``score_mod`` from ``t5_score_mod`` must have been built for these ``(Tq, Tk)``; under ``causal``, one from
+    ``alibi_score_mod`` must put query 0 where the mask does (``q_offset = Tk - Tq``). Either mismatch is an error.
+    """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t)
         if t.ndim != 4:
             raise ValueError(f"{name} must be (B, H, T, D) for FlexAttention, got shape {tuple(t.shape)}")
     check_same_device(q=q, k=k, v=v)
-    if q.shape[-2] > k.shape[-2] and causal:
-        raise ValueError(f"causal attention needs q_len <= k_len, got {q.shape[-2]} and {k.shape[-2]}")
-    block_mask = _causal_block_mask(q.shape[-2], k.shape[-2], str(q.device)) if causal else None
+    q_len, k_len = q.shape[-2], k.shape[-2]
+    if q_len > k_len and causal:
+        raise ValueError(f"causal attention needs q_len <= k_len, got {q_len} and {k_len}")
+    made_for = (getattr(score_mod, "q_len", q_len), getattr(score_mod, "k_len", k_len))
+    if made_for != (q_len, k_len):
+        raise ValueError(
+            f"score_mod was built for (q_len, k_len) = {made_for} but q and k have {(q_len, k_len)}: "
+            "build it for these lengths (t5_score_mod(bias, q_len, k_len))"
+        )
+    q_offset = getattr(score_mod, "q_offset", k_len - q_len)
+    if causal and q_offset != k_len - q_len:
+        raise ValueError(
+            f"score_mod puts query 0 at key position {q_offset}, but the causal mask puts it at k_len - q_len = "
+            f"{k_len - q_len}: pass alibi_score_mod(slopes, q_offset={k_len - q_len})"
+        )
+    block_mask = _causal_block_mask(q_len, k_len, str(q.device)) if causal else None
     if q.is_cuda:
         return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
     with warnings.catch_warnings():  # the eager path warns that it is unfused; on CPU that is expected

@@ -156,6 +156,9 @@ def longrope_search(
         raise ValueError(
             f"initial candidates must all have the same, non-zero length; got {[c.numel() for c in start]}"
         )
+    for i, c in enumerate(start):
+        if not bool(torch.isfinite(c).all()):
+            raise ValueError(f"initial candidate {i} holds a non-finite factor: {c.tolist()}")
     if not 1.0 <= min_factor < max_factor:
         raise ValueError(
             f"need 1 <= min_factor < max_factor, got min_factor={min_factor}, max_factor={max_factor}"
@@ -164,7 +167,7 @@ def longrope_search(
         check_positive_int(name, value)
     if parents > population:
         raise ValueError(f"parents ({parents}) cannot exceed population ({population})")
-    if mutation_scale <= 0 or not 0 < mutation_probability <= 1:
+    if not (0 < mutation_scale < math.inf and 0 < mutation_probability <= 1):  # also refuses NaN
         raise ValueError(
             f"need mutation_scale > 0 and 0 < mutation_probability <= 1, got {mutation_scale}, {mutation_probability}"
         )

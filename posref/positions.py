@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from posref._checks import check_choice
+from posref._checks import check_choice, check_integer_positions, check_positive_int, check_tensor
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 from posref.rope import RotaryEmbedding
@@ -75,7 +75,12 @@ class SinusoidalPositions(PositionHandler):
         self.d_model, self.base = d_model, base
 
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        n = int(positions.max()) + 1
+        check_tensor("positions", positions)
+        check_integer_positions("positions", positions)
+        low, high = torch.aminmax(positions)
+        if int(low) < 0:  # a negative index would silently read a row from the end of the table
+            raise ValueError(f"sinusoidal positions must be >= 0, got {int(low)}")
+        n = int(high) + 1
         table = sinusoidal_pe(n, self.d_model, base=self.base, device=x.device, dtype=x.dtype)
         return x + table[positions]
 
@@ -148,6 +153,7 @@ def make_position_handler(
     ``t5_*`` to ``t5`` only.
     """
     check_choice("position method", method, POSITION_METHODS)
+    check_positive_int("d_model", d_model), check_positive_int("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
     if method == "learned":

@@ -16,7 +16,14 @@ import math
 import torch
 from torch import nn
 
-from posref._checks import check_integer_positions, check_positive_int, check_same_device, check_tensor
+from posref._checks import (
+    check_float,
+    check_float_dtype,
+    check_integer_positions,
+    check_positive_int,
+    check_same_device,
+    check_tensor,
+)
 
 
 def _power_of_two_slopes(n: int) -> list[float]:
@@ -31,6 +38,7 @@ def alibi_slopes(
     8 heads: ``1/2, 1/4, ..., 1/256``. 12 heads: ``2**-1 .. 2**-8`` then ``2**-0.5, 2**-1.5, 2**-2.5, 2**-3.5``.
     """
     check_positive_int("n_heads", n_heads)
+    check_float_dtype("dtype", dtype)  # integer slopes would all be 0
     c = 2 ** int(math.floor(math.log2(n_heads)))
     slopes = _power_of_two_slopes(c)
     if c < n_heads:
@@ -39,7 +47,9 @@ def alibi_slopes(
 
 
 def _as_positions(name: str, positions: torch.Tensor | int, device: torch.device | None) -> torch.Tensor:
-    if isinstance(positions, int):
+    if isinstance(positions, int) and not isinstance(positions, bool):
+        if positions < 0:
+            raise ValueError(f"{name} as a length (meaning arange(length)) must be >= 0, got {positions}")
         return torch.arange(positions, device=device)
     check_tensor(name, positions)
     check_integer_positions(name, positions)
@@ -57,6 +67,7 @@ def alibi_bias(
     causal mask this equals the paper's ``-m (i - j)``; it is also valid without one.
     """
     check_tensor("slopes", slopes)
+    check_float("slopes", slopes)
     if slopes.ndim != 1:
         raise ValueError(f"slopes must be 1-D (one per head), got shape {tuple(slopes.shape)}")
     q = _as_positions("q_positions", q_positions, slopes.device)
@@ -87,19 +98,24 @@ def t5_relative_position_bucket(
     check_positive_int("max_distance", max_distance)
     rel = relative_position.long()
     buckets = torch.zeros_like(rel)
+    given = num_buckets
     if bidirectional:
-        if num_buckets < 2:
-            raise ValueError(f"bidirectional buckets need num_buckets >= 2, got {num_buckets}")
-        num_buckets //= 2
+        num_buckets //= 2  # per direction
         buckets = buckets + (rel > 0).long() * num_buckets
         n = rel.abs()
     else:
         n = (-rel).clamp(min=0)
     max_exact = num_buckets // 2
-    if max_exact < 1 or max_distance <= max_exact:
+    if max_exact < 1:
         raise ValueError(
-            f"need num_buckets//2 (per direction) >= 2 and max_distance > {max_exact}; "
-            f"got num_buckets={num_buckets}, max_distance={max_distance}"
+            f"num_buckets must be >= {4 if bidirectional else 2} "
+            f"({'bidirectional: ' if bidirectional else ''}at least one exact and one log bucket"
+            f"{' per direction' if bidirectional else ''}), got {given}"
+        )
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance must exceed the {max_exact} exactly bucketed distances (num_buckets={given}"
+            f"{', bidirectional' if bidirectional else ''}), got max_distance={max_distance}"
         )
     is_small = n < max_exact
     # log-spaced buckets for max_exact <= n < max_distance; clipped to the last bucket beyond

@@ -46,11 +46,16 @@ def rope_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cos and sin of the rotation angles ``positions * inv_freq`` -> two ``positions.shape + (r,)`` float32.
 
+    ``positions`` are usually integers; any sign is allowed (a negative position rotates backwards) and so are
+    real-valued ones (Position Interpolation is ``positions / s``); bool and complex are errors.
     Angles are formed in float32 whatever the inputs' dtype (float16 angles are wrong by whole radians at
     long positions). ``attention_factor`` multiplies both (YaRN's and LongRoPE's temperature lives here).
     """
     check_tensor("positions", positions)
     check_tensor("inv_freq", inv_freq)
+    for name, t in (("positions", positions), ("inv_freq", inv_freq)):
+        if t.dtype == torch.bool or t.is_complex():
+            raise TypeError(f"{name} must be a real (integer or float) tensor, got dtype {t.dtype}")
     check_same_device(positions=positions, inv_freq=inv_freq)
     if inv_freq.ndim != 1:
         raise ValueError(f"inv_freq must be 1-D (one frequency per pair), got shape {tuple(inv_freq.shape)}")
@@ -80,7 +85,8 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
         )
     if cos.ndim < 2 or cos.shape[-2] not in (1, seq):
         raise ValueError(
-            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]), got shape {tuple(cos.shape)}"
+            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]) or 1 (one position shared by "
+            f"every token), got shape {tuple(cos.shape)}"
         )
     if cos.ndim not in (2, x.ndim):
         raise ValueError(
@@ -88,11 +94,14 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
             f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
         )
     try:
-        torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1])
+        fits = torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1]) == x.shape[:-1]
     except RuntimeError:
+        fits = False
+    if not fits:  # a larger cos (more sequences than x) would broadcast x up, not fit into x's shape
         raise ValueError(
-            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}"
-        ) from None
+            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}: each leading "
+            f"dim of cos/sin must be 1 or equal to x's"
+        )
     return r
 
 
@@ -109,7 +118,8 @@ def apply_rope(
     Args:
         x: ``(..., T, D)`` queries or keys, any float dtype.
         cos, sin: ``(T, r)`` (shared by every leading dim) or with as many dims as ``x`` (e.g. ``(B, 1, T, r)``
-            for per-sequence positions), from ``rope_cos_sin``.
+            for per-sequence positions), from ``rope_cos_sin``; each leading dim 1 or equal to ``x``'s. A sequence
+            dim of 1 instead of ``T`` is one position shared by every token.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
         fused: run one fused pass instead of the readable eager kernels: ``"triton"`` (a hand-written kernel,
             CUDA only; ``posref.rope_triton``), ``"compile"`` (``torch.compile``; ``posref.rope_fused``), ``True``
@@ -413,11 +423,7 @@ class RotaryEmbedding(nn.Module):
         offset: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Rotate queries and keys ``(..., T, D)`` at ``positions`` (default ``offset .. offset + T - 1``)."""
-        check_tensor("q", q), check_tensor("k", k)
-        if q.shape[-1] != self.head_dim or k.shape[-1] != self.head_dim:
-            raise ValueError(
-                f"q and k must end in head_dim={self.head_dim}, got shapes {tuple(q.shape)} and {tuple(k.shape)}"
-            )
+        self._check_x("q", q), self._check_x("k", k)
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
         cos, sin = self._cos_sin_for(q, positions, offset)
@@ -427,8 +433,16 @@ class RotaryEmbedding(nn.Module):
         self, x: torch.Tensor, *, positions: torch.Tensor | None = None, offset: int = 0
     ) -> torch.Tensor:
         """Rotate one tensor ``(..., T, D)`` (queries or keys alone)."""
+        self._check_x("x", x)
         cos, sin = self._cos_sin_for(x, positions, offset)
         return apply_rope(x, cos, sin, layout=self.layout)
+
+    def _check_x(self, name: str, x: torch.Tensor) -> None:
+        check_tensor(name, x)
+        if x.ndim < 2 or x.shape[-1] != self.head_dim:
+            raise ValueError(
+                f"{name} must be (..., seq, head_dim) with head_dim={self.head_dim}, got shape {tuple(x.shape)}"
+            )
 
     def _cos_sin_for(
         self, x: torch.Tensor, positions: torch.Tensor | None, offset: int

@@ -41,13 +41,14 @@ Where the papers and the library differ, the library's behaviour is the default 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from posref._checks import check_choice, check_even, check_positive_int
+from posref._checks import check_base, check_choice, check_even, check_positive_int
 
 FrequencyFn = Callable[[int, float, Mapping[str, Any], "int | None"], "tuple[torch.Tensor, float]"]
 
@@ -496,7 +497,11 @@ def split_scaling(scaling: Mapping[str, Any] | None) -> tuple[ScalingMethod, dic
 def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     """Number of rotated dims: ``int(head_dim * partial_rotary_factor)``, which must be even."""
     check_positive_int("head_dim", head_dim)
-    if not 0.0 < partial_rotary_factor <= 1.0:
+    if (
+        isinstance(partial_rotary_factor, bool)
+        or not isinstance(partial_rotary_factor, numbers.Real)
+        or not 0.0 < partial_rotary_factor <= 1.0
+    ):
         raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
     dim = int(head_dim * partial_rotary_factor)
     check_even(
@@ -520,11 +525,10 @@ def rope_frequencies(
     style dict (``{"rope_type": ..., <that method's keys>}``) or None for plain RoPE; ``seq_len`` is the current
     sequence length for the methods that depend on it (None = at initialisation, as the library does).
     """
-    if base <= 1.0:
-        raise ValueError(f"base (rope_theta) must be > 1, got {base}")
+    base = check_base("base (rope_theta)", base)
     dim = rotary_dim(head_dim, partial_rotary_factor)
     method, params = split_scaling(scaling)
     if seq_len is not None:
         check_positive_int("seq_len", seq_len)
-    inv_freq, attention_factor = method.fn(dim, float(base), params, seq_len)
+    inv_freq, attention_factor = method.fn(dim, base, params, seq_len)
     return inv_freq.to(device=device, dtype=torch.float32), float(attention_factor)

@@ -59,6 +59,15 @@ def test_dtype_device_and_errors(device):
         sinusoidal_pe(4, 7)
     with pytest.raises(ValueError, match="n_positions must be a positive int"):
         sinusoidal_pe(0, 8)
+    # an integer dtype used to give a table of 0s and 1s
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
+        sinusoidal_pe(4, 8, dtype=torch.long)
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype"):
+        sinusoidal_shift_matrix(1, 8, dtype=torch.int32)
+    # a NaN, zero or negative base used to give a table of NaNs without a word
+    for base in (float("nan"), 0.0, -5.0, float("inf")):
+        with pytest.raises(ValueError, match="base must be a finite number > 1"):
+            sinusoidal_pe(4, 8, base=base)
 
 
 def test_learned_table_lookup_and_out_of_range():

@@ -94,5 +94,11 @@ def test_bad_inputs_are_clear_errors():
         attention_scores(q, q, bias=torch.zeros(5, 3, 3))
     with pytest.raises(TypeError, match="floating-point"):
         attention_scores(q.long(), q.long())
+    with pytest.raises(TypeError, match="same dtype, got torch.float32 and torch.float64"):
+        attention_scores(q, q.double())  # was torch's "expected scalar type Float but found Double"
     with pytest.raises(ValueError, match="same length"):
         scaled_dot_product_attention(q, q, torch.randn(2, 4, 4))
+    # a bias with more sequences than q used to broadcast the output up: (1, 2, 3, 4) in, (4, 2, 3, 4) out
+    q4 = torch.randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"bias of shape \(4, 2, 3, 3\) does not broadcast.*\(1, 2, 3, 3\)"):
+        scaled_dot_product_attention(q4, q4, q4, bias=torch.zeros(4, 2, 3, 3))

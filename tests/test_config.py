@@ -205,6 +205,8 @@ def test_spellings_match_transformers(hf, case):
         (llama(rope_scaling={"rope_type": "linear", "factor": 0.5}), "factor must be >= 1"),
         (llama(rope_scaling={"rope_type": "linear", "factor": 2.0, "beta_fast": 3}), "does not accept key"),
         ({"model_type": "llama", "max_position_embeddings": 10}, "cannot tell the head size"),
+        (llama(num_attention_heads=0), "num_attention_heads must be a positive int"),  # was ZeroDivisionError
+        (llama(hidden_size="512"), "hidden_size must be a positive int"),  # was a TypeError about //
         ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 4}, "ALiBi"),
         ([1, 2], "must be a dict"),
     ],

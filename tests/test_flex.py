@@ -35,3 +35,19 @@ def test_flex_errors():
     x = torch.randn(4, 8, 16)
     with pytest.raises(ValueError, match=r"\(B, H, T, D\)"):
         flex_biased_attention(x, x, x, alibi_score_mod(alibi_slopes(4)))
+
+
+def test_score_mods_must_fit_the_lengths_they_are_used_with():
+    t5 = T5RelativeBias(2, bidirectional=True)
+    q, k = torch.randn(1, 2, 2, 8), torch.randn(1, 2, 3, 8)
+    # more queries than keys used to index past the bucket table (an IndexError on CPU, an unchecked read on CUDA)
+    with pytest.raises(ValueError, match="q_len <= k_len .* got 5 > 3"):
+        t5_score_mod(t5, 5, 3)
+    # a table built for other lengths gave a wrong bias without a word
+    with pytest.raises(ValueError, match=r"built for \(q_len, k_len\) = \(3, 3\) but q and k have \(2, 3\)"):
+        flex_biased_attention(q, k, k, t5_score_mod(t5, 3, 3), causal=False)
+    # ALiBi's query offset must agree with the causal mask, which puts the queries on the last keys
+    with pytest.raises(ValueError, match="q_offset=1"):
+        flex_biased_attention(q, k, k, alibi_score_mod(alibi_slopes(2)), causal=True)
+    with pytest.raises(ValueError, match="q_offset must be an int >= 0"):
+        alibi_score_mod(alibi_slopes(2), q_offset=-1)

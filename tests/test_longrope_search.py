@@ -103,6 +103,9 @@ def test_result_plugs_into_longrope_frequencies():
         ({"max_factor": 0.5}, "1 <= min_factor < max_factor"),
         ({"parents": 20}, "cannot exceed population"),
         ({"mutation_scale": 0.0}, "mutation_scale > 0"),
+        # NaN used to pass and surface later as "the objective must return a finite number ... factors [nan, ...]"
+        ({"mutation_scale": float("nan")}, "mutation_scale > 0"),
+        ({"initial": [[1.0, float("nan")]]}, "initial candidate 0 holds a non-finite factor"),
     ],
 )
 def test_bad_arguments_are_clear_errors(kwargs, match):

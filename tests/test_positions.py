@@ -51,3 +51,15 @@ def test_learned_past_its_table_and_bad_choices():
         make_position_handler("rope", d_model=10, n_heads=4)
     with pytest.raises(ValueError, match="needs max_positions"):
         make_position_handler("learned", d_model=16, n_heads=4)
+    with pytest.raises(ValueError, match="n_heads must be a positive int, got 0"):
+        make_position_handler("alibi", d_model=16, n_heads=0)  # was ZeroDivisionError
+
+
+def test_sinusoidal_positions_must_be_non_negative_integers():
+    h = handler("sinusoidal")
+    x = torch.zeros(1, 2, 16)
+    # position -1 used to read the table's last row (here position 3's encoding), without a word
+    with pytest.raises(ValueError, match="sinusoidal positions must be >= 0, got -1"):
+        h.embed(x, torch.tensor([-1, 3]))
+    with pytest.raises(TypeError, match="positions must hold integer positions"):
+        h.embed(x, torch.tensor([0.0, 1.0]))

@@ -114,3 +114,32 @@ def test_relative_errors():
         alibi_bias(alibi_slopes(2), torch.zeros(2, 2, dtype=torch.long), 3)
     with pytest.raises(ValueError, match="positive int"):
         alibi_slopes(0)
+    with pytest.raises(TypeError, match="dtype must be a floating-point"):
+        alibi_slopes(4, dtype=torch.long)  # used to return slopes of 0
+
+
+def test_alibi_bias_bad_lengths_and_slopes():
+    slopes = alibi_slopes(2)
+    with pytest.raises(ValueError, match="q_positions as a length .* must be >= 0, got -3"):
+        alibi_bias(slopes, -3, 4)  # was torch's "upper bound and lower bound inconsistent with step sign"
+    with pytest.raises(TypeError, match="k_positions must be a torch.Tensor, got bool"):
+        alibi_bias(slopes, 3, True)  # was read as a length of 1
+    with pytest.raises(TypeError, match="slopes must be a floating-point tensor"):
+        alibi_bias(torch.tensor([1, 2]), 3, 4)  # integer slopes gave an integer bias
+    with pytest.raises(ValueError, match="q_positions as a length"):
+        T5RelativeBias(2, bidirectional=True)(-1, 3)
+
+
+def test_t5_bucket_errors_name_the_argument_as_given():
+    rel = torch.arange(-5, 6)
+    # the message used to report the halved (per-direction) count: "got num_buckets=1" for a 3
+    with pytest.raises(ValueError, match=r"num_buckets must be >= 4 \(bidirectional.*got 3$"):
+        t5_relative_position_bucket(rel, num_buckets=3)
+    with pytest.raises(ValueError, match=r"num_buckets must be >= 2 .*got 1$"):
+        t5_relative_position_bucket(rel, bidirectional=False, num_buckets=1)
+    with pytest.raises(
+        ValueError, match=r"max_distance must exceed the 8 .*num_buckets=32.*got max_distance=8"
+    ):
+        t5_relative_position_bucket(rel, num_buckets=32, max_distance=8)
+    # the smallest valid settings give buckets in range
+    assert t5_relative_position_bucket(rel, num_buckets=4, max_distance=2).tolist() == [1] * 5 + [0] + [3] * 5

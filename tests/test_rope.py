@@ -149,6 +149,30 @@ def test_bad_inputs_are_clear_errors():
         rope_frequencies(15)
 
 
+def test_rope_cos_sin_positions():
+    inv_freq = rope_frequencies(8)[0]
+    # a negative position is the inverse rotation; a fractional one is Position Interpolation's m / s
+    c, s = rope_cos_sin(torch.tensor([-3, 3]), inv_freq)
+    assert_close(c[0], c[1], atol=0)
+    assert_close(s[0], -s[1], atol=0)
+    assert_close(rope_cos_sin(torch.tensor([1.5]), inv_freq)[0][0], (1.5 * inv_freq).cos(), atol=1e-7)
+    with pytest.raises(TypeError, match="positions must be a real .* got dtype torch.bool"):
+        rope_cos_sin(torch.tensor([True, False]), inv_freq)  # used to be read as positions 1 and 0
+    with pytest.raises(TypeError, match="inv_freq must be a real"):
+        rope_cos_sin(torch.arange(3), inv_freq.to(torch.complex64))
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_cos_sin_with_more_sequences_than_x_is_an_error(layout, grad):
+    # (4, 1, T, r) against x (1, 3, T, D) broadcasts x up to 4 sequences; the half layout used to write into a
+    # resized view and return an uninitialised tensor (a torch warning only)
+    x = torch.randn(1, 3, 8, 16, requires_grad=grad)
+    c, s = cos_sin(torch.arange(8), 16)
+    with pytest.raises(ValueError, match=r"do not broadcast to x of shape \(1, 3, 8, 16\)"):
+        apply_rope(x, c.expand(4, 1, 8, 8), s.expand(4, 1, 8, 8), layout=layout)
+
+
 class TestRotaryEmbedding:
     def test_cached_equals_uncached_and_grows(self):
         rope = RotaryEmbedding(32, base=500.0, initial_cache_len=8)
@@ -183,6 +207,11 @@ class TestRotaryEmbedding:
         rope = RotaryEmbedding(8)
         with pytest.raises(ValueError, match="head_dim=8"):
             rope(torch.randn(1, 4, 16), torch.randn(1, 4, 16))
+        # rotate() checks the head dim too: a wider x used to have its first 8 dims rotated, the rest passed
+        with pytest.raises(ValueError, match=r"head_dim=8, got shape \(3, 16\)"):
+            rope.rotate(torch.randn(3, 16))
+        with pytest.raises(ValueError, match=r"\(\.\.\., seq, head_dim\).*got shape \(8,\)"):
+            rope.rotate(torch.randn(8))
         with pytest.raises(ValueError, match="either positions or offset"):
             rope.rotate(torch.randn(3, 8), positions=torch.arange(3), offset=2)
         with pytest.raises(ValueError, match=">= 0"):

@@ -102,6 +102,19 @@ def test_bad_values_are_clear_errors(scaling, match):
         rope_frequencies(64, scaling=scaling)
 
 
+@pytest.mark.parametrize("base", [float("nan"), float("inf"), 1.0, 0.5, -10000.0, "10000", True])
+def test_bad_base_is_a_clear_error(base):
+    # NaN used to give all-NaN frequencies and inf a first pair at 1 and the rest at 0, silently
+    with pytest.raises(ValueError, match=r"base \(rope_theta\) must be a finite number > 1"):
+        rope_frequencies(8, base=base)
+
+
+@pytest.mark.parametrize("prf", ["0.5", None, float("nan"), 0.0, 1.5])
+def test_bad_partial_rotary_factor_is_a_clear_error(prf):
+    with pytest.raises(ValueError, match=r"partial_rotary_factor must be in \(0, 1\]"):
+        rope_frequencies(8, partial_rotary_factor=prf)
+
+
 def test_ntk_needs_more_than_one_pair():
     with pytest.raises(ValueError, match="rotary dim >= 4"):
         rope_frequencies(2, scaling={"rope_type": "ntk", "factor": 2.0})
