@@ -257,5 +257,5 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
             child.kill()  # restarted for the next check
         return str(failure)
     except StudentError as err:  # raised outside the checker's own cases (e.g. while being timed)
-        return f"{fn} raised {err}"
+        return f"{fn} {err.reported_as}"
     return ""

@@ -20,12 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder import cli
 from autograder.demo.submissions import SUBMISSIONS
 from autograder.record import _Children, _run_check, checker_calls, grade_notebook
 from autograder.sandbox import Sandbox
-from posref.grading.remote import MAX_TEXT, BudgetSpent, Child, ChildFailed, StudentError
+from posref.grading.remote import MAX_TEXT, BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError
 
 needs_bwrap = pytest.mark.skipif(
     Sandbox().problem is not None, reason=f"sandbox unavailable: {Sandbox().problem}"
@@ -194,6 +195,34 @@ def bomb():
         assert len(message) < MAX_TEXT + 100 and "\x1b" not in message and "\x07" not in message
         with pytest.raises(ChildFailed, match="compressed"):
             child.call("bomb", (), {})
+    finally:
+        child.close()
+
+
+def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the_child():
+    """The child works on copies of the grader's tensors: an in-place change used to stay there, so a function
+    that overwrote its input passed the score of record while failing the same check in the notebook."""
+    from posref import grading
+
+    code = FIND_PIPE + (
+        "import torch, posref\n"
+        "def apply_rope(x, cos, sin, layout='half'):\n"
+        "    return x.copy_(posref.apply_rope(x, cos, sin, layout=layout))\n"
+        "def reshapes(x):\n"
+        "    return x.unsqueeze_(0)\n"
+        "def lies(x):\n"
+        "    os.write(pipe_to_grader(), remote._encode({'ok': 1.0, 'changed': {7: torch.ones(1)}}))\n"
+    )
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
+    try:
+        with pytest.raises(grading.CheckFailed, match="the output is right, but the call changed argument 1"):
+            grading.check_apply_rope(RemoteFunction(child, "apply_rope"), hidden=True, device="cpu")
+        x = torch.zeros(3)
+        with pytest.raises(StudentError, match="changed the shape or dtype of argument 1 in place") as raised:
+            child.call("reshapes", (x,), {})
+        assert raised.value.reported_as.startswith("changed") and torch.equal(x, torch.zeros(3))
+        with pytest.raises(StudentError, match="arguments the grader never sent"):
+            child.call("lies", (x,), {})
     finally:
         child.close()
 

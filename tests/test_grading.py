@@ -12,6 +12,7 @@ import torch
 import posref
 from posref import grading
 from posref.grading import CheckFailed, Draw
+from posref.grading.report import Case, first_difference
 
 CORRECT = [
     (
@@ -157,6 +158,26 @@ def test_a_right_answer_that_overwrites_its_input_fails_and_says_so(check, fn, c
             check(fn, hidden=hidden)
 
 
+def test_tensors_given_by_keyword_are_copied_and_their_changes_reported_too():
+    # keyword arguments used to be passed as the case's own dict: the change went unseen and stayed in the case
+    def reference(x, *, scale):
+        return x * scale
+
+    def scales_in_place(x, *, scale):
+        return x * scale.mul_(1.0)
+
+    def doubles_scale(x, *, scale):
+        out = x * scale
+        scale.mul_(2)
+        return out
+
+    case = Case((torch.ones(3),), {"scale": torch.tensor(2.0)})
+    first_difference("f", scales_in_place, reference, [case])  # writes the same values back: not a change
+    with pytest.raises(CheckFailed, match="the call changed argument scale"):
+        first_difference("f", doubles_scale, reference, [case])
+    assert case.kwargs["scale"].item() == 2.0
+
+
 def test_returning_an_input_unchanged_is_not_an_in_place_change():
     def p_rope_alias_when_all_kept(inv_freq, p):  # the visible cases include p = 1
         keep = math.floor(p * inv_freq.shape[0])
@@ -221,6 +242,7 @@ def _alibi_bias_always_float32(slopes, q_positions, k_positions):
     ],
     ids=["equivariance_error", "rope_scores", "alibi_bias"],
 )
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")  # the wrong answer's own .T on 3-D tensors
 def test_visible_cases_cover_the_leading_dims_and_dtypes_the_exercise_promises(check, fn):
     # each of these used to pass every visible case and lose all its points to the hidden ones
     with pytest.raises(CheckFailed):

@@ -34,3 +34,19 @@ def test_without_a_limit_every_round_is_whole():
 
 def test_seconds_per_call_is_at_least_the_sleep():
     assert seconds_per_call(lambda: time.sleep(0.002), POOL, device=CPU, rounds=3) >= 0.002
+
+
+def test_what_the_student_does_to_its_inputs_never_reaches_the_references_inputs():
+    # a function that overwrote the shared inputs (with bigger numbers, denormals, NaN) could slow the reference
+    pool = [((torch.ones(4),), {}) for _ in range(3)]
+    seen = []
+
+    def vandal(x):
+        x.fill_(float("nan"))
+
+    def reference(x):
+        seen.append(bool(torch.equal(x, torch.ones(4))))
+
+    speed_ratio(vandal, reference, pool, device=CPU, rounds=3, min_round_s=0.0)
+    assert seen and all(seen)
+    assert all(torch.equal(args[0], torch.ones(4)) for args, _ in pool)

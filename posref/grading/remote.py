@@ -4,7 +4,8 @@ The trusted process (the grader) starts a child (normally inside a sandbox, see 
 it the code of the answer cells, and then calls the functions those cells define through ``RemoteFunction``:
 arguments go to the child, results come back, and every comparison, every reference value and every clock
 reading stays in the grader. Whatever the student's code patches (posref, torch.testing, the clock, the
-import system) it patches in the child only, where nothing is judged.
+import system) it patches in the child only, where nothing is judged. A call behaves as if it were local: what
+the function changes in place in its tensor arguments comes back and is written into the grader's arguments.
 
 Messages are length-prefixed ``torch.save`` payloads on two pipes. The grader reads them with
 ``torch.load(weights_only=True)``, which builds tensors, numbers, strings and containers only (never arbitrary
@@ -29,6 +30,8 @@ from typing import Any
 
 import torch
 
+from posref.grading.report import same_values
+
 MAX_FRAME = 256 * 2**20
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
 MAX_ITEMS = 10_000
@@ -45,7 +48,8 @@ class ChildFailed(Exception):
 
     @property
     def reported_as(self) -> str:
-        return f"nothing back: {self.reason}"
+        """What the student's function did, as it follows "your function " in a message."""
+        return f"gave nothing back: {self.reason}"
 
 
 class BudgetSpent(ChildFailed):
@@ -53,11 +57,17 @@ class BudgetSpent(ChildFailed):
 
 
 class StudentError(Exception):
-    """The student's function raised; the message is the child's ``TypeName: message`` text."""
+    """The student's function raised (the message is the child's ``TypeName: message`` text), or, with
+    ``raised=False``, did something the grader refuses (the message says what it did: "returned ...")."""
+
+    def __init__(self, message: str, *, raised: bool = True) -> None:
+        super().__init__(message)
+        self.raised = raised
 
     @property
     def reported_as(self) -> str:
-        return str(self)
+        """What the student's function did, as it follows "your function " in a message."""
+        return f"raised {self}" if self.raised else str(self)
 
 
 # ---------------------------------------------------------------- framing
@@ -200,6 +210,12 @@ def _plain(value: Any) -> Any:
     return {"__unreadable__": f"a {type(value).__name__}"}
 
 
+def _tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.Tensor]]:
+    """The call's tensor arguments with where they were given: a position in ``args`` or a name in ``kwargs``."""
+    given = list(enumerate(args)) + list(kwargs.items())
+    return [(where, value) for where, value in given if isinstance(value, torch.Tensor)]
+
+
 def serve(read_fd: int, write_fd: int) -> None:
     """The child's loop: run the answer cells it is sent, then answer calls until its input closes."""
     torch.set_num_threads(1)
@@ -233,7 +249,18 @@ def serve(read_fd: int, write_fd: int) -> None:
                 raise NameError(
                     f"name {request['call']!r} is not defined (did the cell that defines it run?)"
                 )
-            result = {"ok": _plain(fn(*_unwire(request["args"]), **_unwire(request["kwargs"])))}
+            args, kwargs = _unwire(request["args"]), _unwire(request["kwargs"])
+            given = _tensor_arguments(args, kwargs)
+            before = [value.clone() for _, value in given]
+            result = {"ok": _plain(fn(*args, **kwargs))}
+            # what the call changed in place travels back, so the grader sees it as if the call had been local
+            changed = {
+                where: value.detach()
+                for (where, value), old in zip(given, before, strict=True)
+                if not same_values(old, value)
+            }
+            if changed:
+                result["changed"] = changed
         except BaseException as err:  # noqa: BLE001
             last = traceback.extract_tb(err.__traceback__)[-1:]
             where = f" (line {last[0].lineno} of {last[0].filename})" if last else ""
@@ -402,8 +429,31 @@ class Child:
         else:
             what = _unreadable(result)
         if what is not None:
-            raise StudentError(f"the function returned {what}, which the grader does not read")
+            raise StudentError(f"returned {what}, which the grader does not read", raised=False)
+        self._change_in_place(args, kwargs, reply.get("changed", {}))
         return result
+
+    @staticmethod
+    def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:
+        """Write what the call changed in the child's copies of the arguments into the grader's own, so that a
+        checker sees a function that modifies its input in place exactly as it would see it called locally."""
+        given = dict(_tensor_arguments(args, kwargs))
+        if type(changed) is not dict or not set(changed) <= set(given) or _unreadable(list(changed.values())):
+            raise StudentError("reported changes to arguments the grader never sent", raised=False)
+        for where, value in changed.items():
+            target = given[where]
+            if (
+                not isinstance(value, torch.Tensor)
+                or value.shape != target.shape
+                or value.dtype != target.dtype
+            ):
+                raise StudentError(
+                    f"changed the shape or dtype of argument {where if type(where) is str else where + 1} in "
+                    f"place; work on new tensors instead",
+                    raised=False,
+                )
+            with torch.no_grad():
+                target.copy_(value)
 
     @property
     def alive(self) -> bool:

@@ -74,17 +74,20 @@ def describe_call(name: str, case: Case) -> str:
     return f"{text}  [{case.label}]" if case.label else text
 
 
-def _copy(value: Any) -> Any:
+def private_copy(value: Any) -> Any:
+    """``value`` with every tensor in it (inside tuples, lists and dicts too) replaced by a detached copy."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_copy(v) for v in value)
+        return type(value)(private_copy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: private_copy(v) for k, v in value.items()}
     return value
 
 
 def call(fn: Callable[..., Any], case: Case) -> Any:
     """``fn`` on private copies of the case's arguments (so an in-place change cannot leak into the next call)."""
-    return fn(*_copy(case.args), **_copy(case.kwargs))
+    return fn(*private_copy(case.args), **private_copy(case.kwargs))
 
 
 def _changed_inputs(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -92,16 +95,23 @@ def _changed_inputs(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     given = [(f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(case.args, args, strict=True))]
     given += [(f"argument {k}", case.kwargs[k], kwargs[k]) for k in case.kwargs]
     for where, before, after in given:
-        if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
-            continue
-        same = before.shape == after.shape and bool(
-            ((before == after) | (before.isnan() & after.isnan())).all()
-            if before.is_floating_point()
-            else (before == after).all()
-        )
-        if not same:
+        if (
+            isinstance(before, torch.Tensor)
+            and isinstance(after, torch.Tensor)
+            and not same_values(before, after)
+        ):
             return f"{where} ({describe(before)})"
     return None
+
+
+def same_values(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether ``after`` holds what ``before`` held: same shape and dtype, equal values (NaN where NaN was)."""
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return False
+    equal = before == after
+    if before.is_floating_point() or before.is_complex():
+        equal |= before.isnan() & after.isnan()
+    return bool(equal.all())
 
 
 def _fmt(x: float) -> str:
@@ -286,7 +296,7 @@ def first_difference(
     """
     for i, case in enumerate(cases):
         expected = call(reference, case)
-        args, kwargs = _copy(case.args), _copy(case.kwargs)
+        args, kwargs = private_copy(case.args), private_copy(case.kwargs)
         try:
             got = fn(*args, **kwargs)
         except CheckFailed:
@@ -294,10 +304,8 @@ def first_difference(
         except (
             Exception
         ) as err:  # the student's code raised: that is a failed case, reported with its arguments
-            raised = getattr(err, "reported_as", None) or f"{type(err).__name__}: {err}"
-            raise CheckFailed(
-                _header(name, case, i, len(cases), seed) + f"\n  your function raised {raised}"
-            ) from err
+            did = getattr(err, "reported_as", None) or f"raised {type(err).__name__}: {err}"
+            raise CheckFailed(_header(name, case, i, len(cases), seed) + f"\n  your function {did}") from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
         problem = difference(

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from posref.grading.report import private_copy
+
 _clock = time.perf_counter  # bound once, at import
 
 
@@ -107,21 +109,23 @@ def speed_ratio(
     round that set its cap: a lower bound of the true ratio, above twice ``give_up_above``, so a decision
     "over a budget below ``give_up_above``" is the same as with whole rounds.
     """
+    # each side gets its own inputs: what one function does to them (in place) cannot change the other's work
+    student_pool = [(private_copy(args), private_copy(kwargs)) for args, kwargs in pool]
     with single_thread():
         for _ in range(warmup):
             _run(reference, pool, len(pool), device)
-            _run(student, pool, len(pool), device)
+            _run(student, student_pool, len(pool), device)
         reps, t_reference = _calls_per_round(reference, pool, device, min_round_s)
         cap = math.inf if give_up_above is None else 2.0 * give_up_above  # a margin over give_up_above
         ratios: list[float] = []
         for r in range(rounds):
             if r % 2:  # the student first: capped by the reference's previous round
                 t_capping = t_reference
-                t_student = _run(student, pool, reps, device, stop_after=cap * t_capping)
+                t_student = _run(student, student_pool, reps, device, stop_after=cap * t_capping)
                 t_reference = _run(reference, pool, reps, device)
             else:
                 t_reference = t_capping = _run(reference, pool, reps, device)
-                t_student = _run(student, pool, reps, device, stop_after=cap * t_capping)
+                t_student = _run(student, student_pool, reps, device, stop_after=cap * t_capping)
             # a round that ran past the cap is compared with the reference time that set the cap, so its ratio
             # is above the cap even when the reference's next round happens to be slower
             cut = t_student > cap * t_capping
