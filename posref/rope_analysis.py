@@ -93,7 +93,8 @@ def p_rope_inv_freq(inv_freq: torch.Tensor, p: float) -> torch.Tensor:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a number in [0, 1] (the fraction of frequencies kept), got {p!r}")
     r = inv_freq.shape[0]
-    n_keep = math.floor(p * r)
+    # p * r in floating point can land just under a whole number (0.58 * 50 = 28.999999999999996): that is 29
+    n_keep = math.floor(p * r + 1e-9)
     out = inv_freq.clone()
     lowest = torch.argsort(inv_freq, descending=True, stable=True)[n_keep:]
     out[lowest] = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -155,6 +156,27 @@ def test_p_rope_visible_cases_catch_inverted_p_ceil_and_sorting(fn, hint):
         check_p_rope(fn)
     if hint:
         assert hint in str(failure.value).split("hint: ")[-1]
+
+
+def p_rope_keeping(count):
+    def p_rope(inv_freq, p):
+        out = inv_freq.clone()
+        out[torch.argsort(inv_freq, descending=True)[count(p, inv_freq.shape[0]) :]] = 0
+        return out
+
+    return p_rope
+
+
+@pytest.mark.parametrize(
+    "count",
+    [lambda p, r: math.floor(p * r), lambda p, r: math.floor(Fraction(str(p)) * r), lambda p, r: int(p * r)],
+    ids=["float floor", "exact fraction", "int()"],
+)
+def test_p_rope_accepts_both_readings_where_p_r_falls_just_short_of_a_whole_number(count):
+    # the visible case 0.58 of 50 pairs is 28.999999999999996 in floating point: 29 and 28 both pass
+    check_p_rope(p_rope_keeping(count))
+    for _ in range(5):
+        check_p_rope(p_rope_keeping(count), hidden=True)
 
 
 @pytest.mark.parametrize("fn", [pair_norms_float32, pair_norms_matrix_only])

@@ -1,6 +1,7 @@
 """rope_analysis against independent derivations: apply_rope at explicit positions, loops, closed forms."""
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -58,6 +59,14 @@ def test_p_rope_keeps_highest_fraction():
     shuffled = inv_freq[[3, 0, 7, 1, 5, 2, 6, 4]]
     kept = p_rope_inv_freq(shuffled, 0.5)
     assert set(kept[kept != 0].tolist()) == set(inv_freq[:4].tolist())
+
+
+def test_p_rope_keeps_the_exact_fraction_where_floating_point_falls_short():
+    # 0.58 * 50 is 28.999999999999996 in floating point; the fraction p of 50 pairs is exactly 29
+    inv_freq, _ = rope_frequencies(100)
+    for p in (0.58, 0.29, 0.57):
+        exact = math.floor(Fraction(str(p)) * 50)
+        assert p_rope_inv_freq(inv_freq, p).ne(0).sum() == exact, p
 
 
 def test_p_rope_rejects_bad_p():
