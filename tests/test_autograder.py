@@ -227,6 +227,16 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
         child.close()
 
 
+def test_a_slow_start_has_its_own_time_not_a_cells():
+    """Starting Python and importing torch in the sandbox took more than the demo's 15 s cell timeout on a loaded
+    machine, and a child that fails while starting leaves the whole notebook "could not grade"."""
+    slow_python = ["sh", "-c", 'sleep 2; exec "$0" "$@"', *PLAIN_PYTHON]
+    child = Child(slow_python, [(0, "x = 1")], python_path=[str(cli.REPO)], cell_timeout=1, start_timeout=30)
+    child.close()
+    with pytest.raises(ChildFailed, match=r"no answer within 1 s \(a slow start\) while starting"):
+        Child(slow_python, [(0, "x = 1")], python_path=[str(cli.REPO)], cell_timeout=30, start_timeout=1)
+
+
 def test_announcements_faked_by_a_cell_neither_restart_its_clock_nor_blame_another_cell():
     """A cell that writes "cell 0 starts" to the grader's pipe every 0.2 s used to restart cell 0's timeout each
     time (forever, had it kept going: here 8 s under a 6 s timeout); now the announcement out of order fails
@@ -357,8 +367,8 @@ def test_each_submission_gets_exactly_its_own_score(demo_course, name):
     if expected is None:
         assert row["status"] == "could not grade" and row["score"] == "" and row["reason"]
     else:
-        assert row["status"] == "graded", row
-        assert float(row["score"]) == expected, row
+        assert row["status"] == "graded", f"{name}: {row['status']}: {row['reason']}"
+        assert float(row["score"]) == expected, f"{name}: {row['score']}: {row['reason']}"
 
 
 @pytest.mark.slow

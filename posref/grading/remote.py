@@ -278,7 +278,9 @@ class Child:
         command: the program prefix that starts Python in the sandbox (``python`` must be its last word);
             the child is started as ``command + ["-c", <serve>]``.
         cells: ``[(cell_index, source), ...]`` to run in order in one namespace.
-        cell_timeout: wall seconds allowed for each cell; call_timeout: for each call.
+        cell_timeout: wall seconds allowed for each cell; call_timeout: for each call; start_timeout: for Python
+            and its imports (torch) to start, before the first cell (generous: a loaded machine starts slowly, and
+            a start that fails leaves the whole notebook ungraded).
         deadline: a ``time.monotonic()`` time after which the child gets no more time at all (the grader's
             budget for a whole notebook); waiting past it raises ``BudgetSpent``.
 
@@ -295,6 +297,7 @@ class Child:
         cwd: str | None = None,
         cell_timeout: float = 120.0,
         call_timeout: float = 60.0,
+        start_timeout: float = 180.0,
         python_path: Sequence[str] = (),
         log_path: str | None = None,
         preexec_fn=None,
@@ -331,7 +334,10 @@ class Child:
         current, started = None, time.monotonic()
         while True:
             try:
-                message = self._receive(cell_timeout, started=started)
+                if current is None:
+                    message = self._receive(start_timeout, started=started, hung="a slow start")
+                else:
+                    message = self._receive(cell_timeout, started=started)
                 event, index = message.get("event"), message.get("index")
                 event = event if type(event) is str else None
                 if event == "cell" and type(index) is int and to_come and index == to_come[0]:
@@ -382,7 +388,9 @@ class Child:
             )
         return f"the grading process exited with code {code}"
 
-    def _receive(self, timeout: float, *, started: float | None = None) -> Any:
+    def _receive(
+        self, timeout: float, *, started: float | None = None, hung: str = "an infinite loop?"
+    ) -> Any:
         """The next message, within ``timeout`` seconds of ``started`` (default: now) and before ``deadline``."""
         deadline = (time.monotonic() if started is None else started) + timeout
         budget = self.deadline is not None and self.deadline < deadline
@@ -398,7 +406,7 @@ class Child:
             self.kill()
             if budget:
                 raise BudgetSpent("the time for grading this notebook ran out") from None
-            raise ChildFailed(f"no answer within {timeout:g} s (an infinite loop?)") from None
+            raise ChildFailed(f"no answer within {timeout:g} s ({hung})") from None
         except EOFError:
             self.process.wait()
             raise ChildFailed(self._ended()) from None
