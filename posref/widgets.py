@@ -47,7 +47,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Circle
 
-from posref._checks import check_choice, check_positive_int
+from posref._checks import check_base, check_choice, check_positive_int
 from posref.absolute import sinusoidal_frequencies
 from posref.config import RopeConfig
 from posref.inspector import Inspection, inspect_rope
@@ -95,12 +95,6 @@ def _check_position(name: str, value: object) -> float:
     ):
         raise ValueError(f"{name} must be a finite number >= 0 (a token position), got {value!r}")
     return float(value)
-
-
-def _check_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not base > 1.0:
-        raise ValueError(f"base must be a number > 1 (e.g. 10000.0), got {base!r}")
-    return float(base)
 
 
 def _check_index(name: str, value: object, size: int, what: str) -> int:
@@ -249,7 +243,7 @@ def fingerprint_angles(position: float, dim: int = 64, base: float = 10000.0) ->
     ``position * base**(-2i/dim) mod 2*pi`` with the float32 frequencies that ``sinusoidal_pe`` uses.
     """
     position = _check_position("position", position)
-    freqs = sinusoidal_frequencies(_check_dim("dim", dim), base=_check_base(base)).double().numpy()
+    freqs = sinusoidal_frequencies(_check_dim("dim", dim), base=check_base("base", base)).double().numpy()
     return np.mod(position * freqs, 2 * np.pi)
 
 
@@ -302,7 +296,7 @@ def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) ->
 def fingerprint_explorer(dim: int = 64, base: float = 10000.0, max_position: int = 200) -> Explorer:
     """The position fingerprint with a ``position`` slider in ``[0, max_position]`` (see ``fingerprint_figure``)."""
     _check_dim("dim", dim)
-    _check_base(base)
+    check_base("base", base)
     check_positive_int("max_position", max_position)
     position = _int_slider("position p", 0, 0, max_position)
     return Explorer(
@@ -337,7 +331,7 @@ def rope_pair_figure(
     check_positive_int("max_position", max_position)
     m = int(_check_position("m", m))
     n = int(_check_position("n", n))
-    inv_freq, _ = rope_frequencies(dim, base=_check_base(base))
+    inv_freq, _ = rope_frequencies(dim, base=check_base("base", base))
     w = inv_freq[pair : pair + 1]  # (1,): one rotated pair
     grid = torch.arange(max_position + 1)
     q_all = _rotate_pair(PAIR_QUERY, grid, w)  # (P, 2)
@@ -400,7 +394,7 @@ def rope_pair_figure(
 def rope_pair_explorer(dim: int = 8, base: float = 10000.0, *, max_position: int = 50) -> Explorer:
     """One RoPE pair with sliders ``pair``, ``m`` (query position) and ``n`` (key position); see ``rope_pair_figure``."""
     dim = _check_dim("dim", dim)
-    _check_base(base)
+    check_base("base", base)
     check_positive_int("max_position", max_position)
     controls = {
         "pair": _int_slider("pair i", 0, 0, dim // 2 - 1),
@@ -532,7 +526,7 @@ def decay_curves(
     check_positive_int("max_distance", max_distance)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    inv_freq, _ = rope_frequencies(_check_dim("head_dim", head_dim), base=_check_base(base))
+    inv_freq, _ = rope_frequencies(_check_dim("head_dim", head_dim), base=check_base("base", base))
     gen = torch.Generator().manual_seed(int(seed))
     q, k = torch.randn(2, head_dim, generator=gen)
     distance = torch.arange(max_distance + 1)
@@ -589,7 +583,7 @@ def decay_figure(
 def decay_explorer(head_dim: int = 128, base: float = 10000.0, max_distance: int = 1024) -> Explorer:
     """Score vs distance with sliders ``base`` (log scale), ``seed`` and ``max_distance``; see ``decay_figure``."""
     _check_dim("head_dim", head_dim)
-    base = _check_base(base)
+    base = check_base("base", base)
     check_positive_int("max_distance", max_distance)
     log_base = math.log10(base)
     controls = {
@@ -691,7 +685,7 @@ def scaling_inspection(
     """
     _check_dim("head_dim", head_dim)
     scaling = scaling_dict(method, factor, original_len, betas=betas)
-    rope = RopeConfig(head_dim=head_dim, base=_check_base(base), scaling=scaling)
+    rope = RopeConfig(head_dim=head_dim, base=check_base("base", base), scaling=scaling)
     return inspect_rope(rope, name=SCALING_EXPLORER_METHODS[method])
 
 
@@ -783,7 +777,7 @@ def scaling_explorer(
     """Per-pair effect of a scaling method, with a ``method`` menu and a ``factor`` slider (log scale, 1 to 64);
     see ``scaling_figure``. Defaults: Llama 3.1 8B's head with its own method and factor."""
     _check_dim("head_dim", head_dim)
-    base = _check_base(base)
+    base = check_base("base", base)
     check_positive_int("original_len", original_len)
     _check_betas(betas)
     check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))

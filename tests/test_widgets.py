@@ -411,7 +411,8 @@ def test_static_copy_in_the_mimebundle() -> None:
     ("call", "message"),
     [
         (lambda: W.fingerprint_explorer(dim=7), "dim must be even"),
-        (lambda: W.fingerprint_explorer(base=1.0), "base must be a number > 1"),
+        (lambda: W.fingerprint_explorer(base=1.0), "base must be a finite number > 1"),
+        (lambda: W.fingerprint_explorer(base=float("inf")), "base must be a finite number > 1"),
         (lambda: W.fingerprint_figure(-1), "position must be a finite number >= 0"),
         (lambda: W.rope_pair_figure(0, 0, pair=4, dim=8), r"pair must be an int in \[0, 4\)"),
         (lambda: W.bias_heatmap_figure(8, n_heads=8), r"head must be an int in \[0, 8\)"),
