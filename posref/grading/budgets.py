@@ -37,7 +37,8 @@ APPLY_ROPE_CPU = Budget(
         "231 and 375, a Python loop over positions 53 and 230 (per-round ratios of sane solutions 0.3-19). "
         "Second run (in-place reference of main 0fa7172, load ~5), three medians each: rotate_half 1.5, 1.3, 1.4; "
         "complex 2.7, 2.6, 3.2; matrix per position 217, 160, 329; loop over positions 75, 176, 132. "
-        "A budget of 12 is twice the worst sane median and a sixth of the best bad one."
+        "12 was set from the first run, about twice its worst sane median (``propose_budget`` gives 13 there, 7 on "
+        "the second run); the best bad medians (53 and 75) are 4.4 and 6 times it."
     ),
 )
 
