@@ -15,23 +15,44 @@ import sys
 from pathlib import Path
 
 from nbconvert.preprocessors.sanitize import SanitizeHTML
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
-# `nbgrader autograde` typed by hand runs each submission in an ordinary kernel on this machine: a hostile
-# notebook could read other students' work or write the gradebook, and its in-kernel scores would replace the
-# score of record. Refuse it unless asked for knowingly (trusted notebooks only).
+# nbgrader's own autograde runs each submission in an ordinary kernel on this machine: a hostile notebook could
+# read other students' work or write the gradebook, and its in-kernel scores would replace the score of record.
+# Refuse it unless asked for knowingly (trusted notebooks only): typed as `nbgrader autograde` (stopped here, before
+# anything runs) and through nbgrader's API, as the formgrader's autograde button does (stopped by the Execute
+# step below; `python -m autograder autograde` turns that step off: it runs submissions in its sandbox).
+ALLOWED = os.environ.get("POSREF_ALLOW_PLAIN_AUTOGRADE") == "1"
+REFUSAL = (
+    "posref: plain nbgrader autograde would run submissions unsandboxed and overwrite the score of record. "
+    "Grade with `python -m autograder autograde ASSIGNMENT` (see autograder/README.md), or set "
+    "POSREF_ALLOW_PLAIN_AUTOGRADE=1 to run plain nbgrader on notebooks you trust."
+)
 _launcher = Path(sys.argv[0])
 if (
     (_launcher.name == "nbgrader" or _launcher.parts[-2:] == ("nbgrader", "__main__.py"))
     and sys.argv[1:2] == ["autograde"]
-    and os.environ.get("POSREF_ALLOW_PLAIN_AUTOGRADE") != "1"
+    and not ALLOWED
 ):
-    raise SystemExit(
-        "posref: plain `nbgrader autograde` would run submissions unsandboxed and overwrite the score of record. "
-        "Grade with `python -m autograder autograde ASSIGNMENT` (see autograder/README.md), or set "
-        "POSREF_ALLOW_PLAIN_AUTOGRADE=1 to run plain nbgrader on notebooks you trust."
-    )
+    raise SystemExit(REFUSAL)
+
+
+class ExecuteIfAllowed(Execute):
+    """nbgrader's Execute step of autograde, refused unless POSREF_ALLOW_PLAIN_AUTOGRADE=1 (see above)."""
+
+    def preprocess(self, nb, resources):
+        if not ALLOWED:
+            raise RuntimeError(REFUSAL)
+        return super().preprocess(nb, resources)
+
+
+c.Autograde.autograde_preprocessors = [
+    ExecuteIfAllowed if step is Execute else step
+    for step in Autograde.class_traits()["autograde_preprocessors"].default()
+]
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()

@@ -437,6 +437,44 @@ def test_import_from_an_archive(tmp_path, monkeypatch):
     assert archive.endswith(".zip")
 
 
+FORMGRADER_AUTOGRADE = """
+import json, shutil, sys
+from pathlib import Path
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
+config = PyFileConfigLoader(sys.argv[1]).load_config()
+api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+assert api.generate_assignment("01_order", force=True)["success"]
+submitted = Path(sys.argv[2]) / "submitted" / "alice" / "01_order"
+shutil.copytree(Path("notebooks") / "01_order", submitted)
+result = api.autograde("01_order", "alice", force=True, create=True)
+print(json.dumps({"success": result["success"], "text": result.get("error", "") + result.get("log", "")}))
+"""
+
+
+@pytest.mark.slow
+def test_the_formgraders_autograde_button_is_refused_unless_allowed(tmp_path):
+    """The formgrader's button calls nbgrader's API, not its command line: its Execute step refuses to run
+    submissions unsandboxed; allowed knowingly, nbgrader grades as usual."""
+    from autograder.cli import CONFIG, REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "POSREF_ALLOW_PLAIN_AUTOGRADE"}
+    env.update(POSREF_COURSE_DIR=str(tmp_path / "course"), POSREF_RELEASE_DIR=str(tmp_path / "release"))
+    for allowed in (False, True):
+        if allowed:
+            env["POSREF_ALLOW_PLAIN_AUTOGRADE"] = "1"
+        ran = subprocess.run(
+            [sys.executable, "-c", FORMGRADER_AUTOGRADE, str(CONFIG), str(tmp_path / "course")],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        result = json.loads(ran.stdout.strip().splitlines()[-1])
+        assert result["success"] is allowed, result["text"][-3000:]
+        assert ("python -m autograder autograde" in result["text"]) is not allowed, result["text"][-3000:]
+        shutil.rmtree(tmp_path / "course")
+
+
 @pytest.mark.parametrize("launcher", ["console script", "python -m nbgrader"])
 def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
     """Typed by hand, `nbgrader autograde` would grade unsandboxed over the score of record: the config refuses it."""
