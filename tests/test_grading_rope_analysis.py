@@ -120,10 +120,16 @@ def p_rope_zero_highest(inv_freq, p):
     return out
 
 
-def p_rope_ceil(inv_freq, p):
-    out = inv_freq.clone()
-    out[torch.argsort(inv_freq, descending=True)[math.ceil(p * inv_freq.shape[0]) :]] = 0
-    return out
+def p_rope_keeping(count):
+    def p_rope(inv_freq, p):
+        out = inv_freq.clone()
+        out[torch.argsort(inv_freq, descending=True)[count(p, inv_freq.shape[0]) :]] = 0
+        return out
+
+    return p_rope
+
+
+p_rope_ceil = p_rope_keeping(lambda p, r: math.ceil(p * r))
 
 
 def p_rope_sorted_output(inv_freq, p):
@@ -156,15 +162,6 @@ def test_p_rope_visible_cases_catch_inverted_p_ceil_and_sorting(fn, hint):
         check_p_rope(fn)
     if hint:
         assert hint in str(failure.value).split("hint: ")[-1]
-
-
-def p_rope_keeping(count):
-    def p_rope(inv_freq, p):
-        out = inv_freq.clone()
-        out[torch.argsort(inv_freq, descending=True)[count(p, inv_freq.shape[0]) :]] = 0
-        return out
-
-    return p_rope
 
 
 @pytest.mark.parametrize(
