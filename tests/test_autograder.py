@@ -227,6 +227,20 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
         child.close()
 
 
+def test_a_child_that_cannot_start_leaves_no_pipe_or_process_behind():
+    # a grading worker goes through hundreds of students: each failed start used to keep two pipes open
+    def open_fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    for _ in range(3):
+        with pytest.raises(ChildFailed, match="code 3 while starting"):
+            Child(["sh", "-c", "exit 3"], [(0, "x = 1")])
+        with pytest.raises(FileNotFoundError):
+            Child(["/nonexistent/python"], [(0, "x = 1")])
+    assert open_fds() == before
+
+
 def test_a_slow_start_has_its_own_time_not_a_cells():
     """Starting Python and importing torch in the sandbox took more than the demo's 15 s cell timeout on a loaded
     machine, and a child that fails while starting leaves the whole notebook "could not grade"."""

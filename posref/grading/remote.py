@@ -324,12 +324,21 @@ class Child:
                 start_new_session=True,
                 preexec_fn=preexec_fn,
             )
+        except BaseException:
+            os.close(self._to_child), os.close(self._from_child)
+            raise
         finally:
             os.close(to_child_r), os.close(from_child_w), log.close()
         self.failed_cell: int | None = None
         self.cell_errors: dict[int, str] = {}
         self.names: list[str] = []
-        self._send({"cells": list(cells)})
+        try:
+            self._send({"cells": list(cells)})
+        except ChildFailed as failure:  # it ended before reading its program (a sandbox that cannot start)
+            self.close()
+            error = ChildFailed(f"{failure.reason} while starting")
+            error.cell = None
+            raise error from None
         to_come = [index for index, _ in cells]
         current, started = None, time.monotonic()
         while True:
