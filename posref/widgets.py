@@ -405,14 +405,15 @@ class _RopePairView:
             arrow.set_data([0, vec[0]], [0, vec[1]])
             arrow.set_label(label)
             tip.set_data([vec[0]], [vec[1]])
+        # the arc turns counter-clockwise from q to k, through (n-m)·w + φ (mod 2π): the angle the caption names,
+        # even where the shorter way round is the other way
         a_q = math.degrees(math.atan2(q_m[1], q_m[0]))
         a_k = math.degrees(math.atan2(k_n[1], k_n[0]))
-        lo, hi = sorted((a_q, a_k))
-        if hi - lo > 180:
-            lo, hi = hi, lo + 360
         if self.arc is not None:
             self.arc.remove()
-        self.arc = ax.add_patch(Arc((0, 0), 0.7, 0.7, theta1=lo, theta2=hi, color="0.2", lw=1.2))
+        self.arc = ax.add_patch(
+            Arc((0, 0), 0.7, 0.7, theta1=a_q, theta2=a_q + (a_k - a_q) % 360, color="0.2", lw=1.2)
+        )
         ax.legend(handles=self.arrows, loc="lower left", fontsize=8)
         self.title.set_text(
             f"pair {pair} of dim {dim}: w = base^(-2·{pair}/{dim}) = {wf:.4g} rad/position\n"

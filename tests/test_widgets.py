@@ -142,6 +142,21 @@ def test_rope_pair_arrows_turn_by_position_times_frequency() -> None:
     assert f"{pair_score(m, n, w):+.3f}" in fig.axes[0].get_title()
 
 
+@pytest.mark.parametrize(("m", "n"), [(4, 9), (9, 4), (0, 3), (3, 0)])
+def test_rope_pair_arc_turns_from_q_to_k_by_the_angle_the_caption_names(m: int, n: int) -> None:
+    # pair 0 turns 1 rad a position: n - m = -5 is -5 rad, 1.28 rad counter-clockwise (the shorter way is the other)
+    from matplotlib.patches import Arc
+
+    fig = W.rope_pair_figure(m, n, 0, 8)
+    (arc,) = [p for p in fig.axes[0].patches if isinstance(p, Arc)]
+    phi = math.atan2(W.PAIR_KEY[1], W.PAIR_KEY[0]) - math.atan2(W.PAIR_QUERY[1], W.PAIR_QUERY[0])
+    q_angle = math.atan2(W.PAIR_QUERY[1], W.PAIR_QUERY[0]) + m * 1.0
+    assert angle_error(math.radians(arc.theta1), q_angle) < 1e-6
+    assert math.radians(arc.theta2 - arc.theta1) == pytest.approx(
+        ((n - m) * 1.0 + phi) % (2 * math.pi), abs=1e-6
+    )
+
+
 def test_rope_pair_explorer_moves_with_m_and_keeps_the_score_for_equal_shifts() -> None:
     explorer = W.rope_pair_explorer(dim=8, max_position=30)
     assert set(explorer.controls) == {"pair", "m", "n"}
