@@ -8,7 +8,7 @@ import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades
 
-from autograder.cli import CONFIG, course_dir
+from autograder.cli import course_dir
 
 
 class PendingScores(SaveAutoGrades):
@@ -30,7 +30,6 @@ class PendingScores(SaveAutoGrades):
 def write_scores(assignment: str, student: str, notebook: str, record, autograded: Path) -> None:
     """Each test cell's auto score := the record's; a notebook that could not be graded is flagged for manual
     grading with no score (never a silent 0). The test cells of the autograded notebook show the record."""
-    _ = CONFIG
     by_id = {c.grade_id: c for c in record.cells}
     with Gradebook(f"sqlite:///{course_dir() / 'gradebook.db'}?timeout=30") as gb:
         for grade in gb.find_submission_notebook(notebook, assignment, student).grades:
