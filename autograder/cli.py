@@ -19,9 +19,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import warnings
+import zipfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -56,36 +58,89 @@ def release(assignment: str) -> None:
     nbgrader("generate_assignment", assignment, "--force")
 
 
+def assignments() -> list[str]:
+    """The assignments of the course: folders of the source directory (``solutions/``) that hold a notebook."""
+    return sorted({p.parent.name for p in _source_dir().glob("*/*.ipynb")})
+
+
+def _require_assignment(assignment: str) -> None:
+    if not any((_source_dir() / assignment).glob("*.ipynb")):
+        known = ", ".join(assignments()) or "none"
+        raise SystemExit(f"no assignment {assignment!r} in {_source_dir()} (the assignments: {known})")
+
+
+def _folders(folder: Path) -> list[Path]:
+    """Subfolders, without hidden ones and the ``__MACOSX`` folder a Mac adds to every zip it makes."""
+    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name[:1] != "." and p.name != "__MACOSX")
+
+
 def import_submissions(path: Path, assignment: str | None = None) -> list[str]:
-    """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``) into the course."""
+    """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``) into the course.
+
+    ``PATH`` is a folder or an archive, possibly with the class inside one more folder. A student folder holds a
+    folder named after an assignment of the course (with ``assignment``: that folder, or the notebooks
+    themselves); a student's earlier submission of an assignment is replaced. Returns the students imported."""
+    if assignment is not None:
+        _require_assignment(assignment)
+    if not path.exists():
+        raise SystemExit(f"nothing to import: {path} does not exist")
+    wanted = [assignment] if assignment else assignments()
+
+    def is_student(folder: Path) -> bool:
+        return any((folder / a).is_dir() for a in wanted) or (
+            assignment is not None and any(folder.glob("*.ipynb"))
+        )
+
     with tempfile.TemporaryDirectory() as tmp:
+        root = path
         if path.is_file():
-            if path.suffix == ".zip":
-                shutil.unpack_archive(path, tmp)  # zipfile drops absolute paths and ".." and makes no links
-            else:
-                shutil.unpack_archive(path, tmp, filter="data")  # tar: no absolute paths, links out, devices
-            entries = [p for p in Path(tmp).iterdir() if p.is_dir()]
-            root = entries[0] if len(entries) == 1 and not any(entries[0].glob("*.ipynb")) else Path(tmp)
-            if root != Path(tmp) and not any(d.is_dir() for d in root.iterdir()):
-                root = Path(tmp)
-        else:
-            root = path
-        students = []
-        for student_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-            source = (
-                student_dir / assignment
-                if assignment and (student_dir / assignment).is_dir()
-                else student_dir
+            try:
+                if zipfile.is_zipfile(path):  # zipfile drops absolute paths and ".." and makes no links
+                    shutil.unpack_archive(path, tmp, format="zip")
+                elif tarfile.is_tarfile(path):  # tar: no absolute paths, links out, devices
+                    with tarfile.open(path) as archive:
+                        archive.extractall(tmp, filter="data")
+                else:
+                    raise SystemExit(
+                        f"cannot unpack {path}: it is not a zip or tar archive (.zip, .tar, .tar.gz)"
+                    )
+            except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
+                raise SystemExit(f"cannot unpack {path}: {err}") from err
+            root = Path(tmp)
+        # the class may sit in one folder of its own (an archive of the folder rather than of its contents)
+        while (
+            len(_folders(root)) == 1 and not is_student(_folders(root)[0]) and not any(root.glob("*.ipynb"))
+        ):
+            root = _folders(root)[0]
+        students = [d for d in _folders(root) if is_student(d)]
+        if not students:
+            layout = (
+                f"<student>/{assignment}/*.ipynb or <student>/*.ipynb"
+                if assignment
+                else f"<student>/<assignment>/*.ipynb, <assignment> one of {', '.join(wanted) or 'none'}"
             )
-            target_assignment = assignment or None
-            if target_assignment is None:
-                subdirs = [d for d in student_dir.iterdir() if d.is_dir()]
-                for sub in subdirs:
-                    _copy_submission(sub, course_dir() / "submitted" / student_dir.name / sub.name)
-            else:
-                _copy_submission(source, course_dir() / "submitted" / student_dir.name / target_assignment)
-            students.append(student_dir.name)
-    return students
+            found = ", ".join(p.name for p in sorted(root.iterdir())[:8]) or "nothing"
+            raise SystemExit(f"no student folders in {path}: expected {layout} (found: {found})")
+        skipped = [d.name for d in _folders(root) if not is_student(d)]
+        if skipped:
+            what = f"no {assignment} folder or notebook" if assignment else "no assignment folder"
+            print(f"skipped, {what} inside: {', '.join(skipped)}", file=sys.stderr)
+        by_case: dict[str, list[str]] = {}
+        for student_dir in students:
+            by_case.setdefault(student_dir.name.casefold(), []).append(student_dir.name)
+            for a in wanted:
+                if (student_dir / a).is_dir():
+                    _copy_submission(student_dir / a, course_dir() / "submitted" / student_dir.name / a)
+                elif a == assignment:
+                    _copy_submission(student_dir, course_dir() / "submitted" / student_dir.name / a)
+        for names in by_case.values():
+            if len(names) > 1:
+                print(
+                    f"warning: {' and '.join(names)} differ only in case: two students here, but one folder on a "
+                    "case-insensitive file system (macOS, Windows); check they are not the same student",
+                    file=sys.stderr,
+                )
+    return [d.name for d in students]
 
 
 def _copy_submission(source: Path, target: Path) -> None:
