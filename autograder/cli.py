@@ -54,6 +54,7 @@ def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def release(assignment: str) -> None:
+    _require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
     nbgrader("db", "assignment", "add", assignment)
     nbgrader("generate_assignment", assignment, "--force")
 
@@ -67,6 +68,23 @@ def _require_assignment(assignment: str) -> None:
     if not any((_source_dir() / assignment).glob("*.ipynb")):
         known = ", ".join(assignments()) or "none"
         raise SystemExit(f"no assignment {assignment!r} in {_source_dir()} (the assignments: {known})")
+
+
+def _require_released(assignment: str) -> None:
+    """Grading needs the assignment's notebooks and test cells in the gradebook, which ``release`` puts there."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    _require_assignment(assignment)
+    with Gradebook(f"sqlite:///{course_dir() / 'gradebook.db'}?timeout=30") as gb:
+        try:
+            released = bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            released = False
+    if not released:
+        raise SystemExit(
+            f"{assignment} is not released in the course at {course_dir()}: "
+            f"run `python -m autograder release {assignment}` first"
+        )
 
 
 def _folders(folder: Path) -> list[Path]:
@@ -225,10 +243,14 @@ def grade_student(
         "seconds": time.perf_counter() - started,
         "notebooks": [r.to_json() for r in records],
     }
-    target = course / "records" / assignment / f"{student}.json"
+    _write_record(out)
+    return out
+
+
+def _write_record(out: dict) -> None:
+    target = course_dir() / "records" / out["assignment"] / f"{out['student']}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1))
-    return out
 
 
 def autograde(
@@ -243,8 +265,21 @@ def autograde(
 
     from tqdm import tqdm
 
+    _require_released(assignment)
     submitted = course_dir() / "submitted"
-    students = students or sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+    found = (
+        sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
+    )
+    if not found:
+        raise SystemExit(
+            f"no submissions of {assignment} in {submitted}: import them first (python -m autograder import PATH)"
+        )
+    unknown = [s for s in students or [] if s not in found]
+    if unknown:  # a typo would have graded a phantom student as "could not grade" and exported it
+        raise SystemExit(
+            f"no submission of {assignment} for {', '.join(unknown)} (submitted: {', '.join(found)})"
+        )
+    students = students or found
     # spawn, not fork: a forked worker inherits torch's OpenMP thread pool without its threads, and its first
     # parallel torch call then waits forever (seen here when the caller had already run torch)
     context = multiprocessing.get_context("spawn")
@@ -263,14 +298,14 @@ def autograde(
             try:
                 results.append(future.result())
             except Exception as err:  # a grader failure is reported as such, never as a 0
-                results.append(
-                    {
-                        "student": futures[future],
-                        "assignment": assignment,
-                        "error": repr(err),
-                        "notebooks": [],
-                    }
-                )
+                failed = {
+                    "student": futures[future],
+                    "assignment": assignment,
+                    "error": repr(err),
+                    "notebooks": [],
+                }
+                _write_record(failed)  # else export kept the previous record, or left the student out
+                results.append(failed)
     return sorted(results, key=lambda r: r["student"])
 
 
@@ -382,12 +417,18 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "import":
         print("imported:", ", ".join(import_submissions(args.path, args.assignment)))
     elif args.command == "autograde":
-        autograde(
+        results = autograde(
             args.assignment,
             workers=args.workers,
             students=args.student,
             cell_timeout=args.cell_timeout,
             notebook_timeout=args.notebook_timeout,
+        )
+        for result in results:
+            if result.get("error"):
+                print(f"{result['student']}: the grader failed: {result['error']}", file=sys.stderr)
+        print(
+            f"graded {len(results)} student(s); the scores: `python -m autograder export {args.assignment}`"
         )
     elif args.command == "feedback":
         feedback(args.assignment)

@@ -492,6 +492,84 @@ def test_import_says_what_is_wrong_with_what_it_was_given(tmp_path, monkeypatch,
     assert not (tmp_path / "course" / "submitted").exists()
 
 
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory) -> Path:
+    """An empty nbgrader gradebook, made once: nbgrader takes seconds to make one (it runs alembic)."""
+    from nbgrader.api import Gradebook
+
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}"):
+        pass
+    return path
+
+
+def _gradebook(course: Path, empty: Path):
+    from nbgrader.api import Gradebook
+
+    if not (course / "gradebook.db").exists():
+        course.mkdir(parents=True, exist_ok=True)
+        shutil.copy(empty, course / "gradebook.db")
+    return Gradebook(f"sqlite:///{course / 'gradebook.db'}")
+
+
+def test_release_and_autograde_refuse_a_wrong_name_an_unreleased_assignment_and_a_missing_student(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    """A misspelt assignment graded nobody without a word, and `release` added the misspelt name to the gradebook;
+    before release nbgrader could not take the submissions and the scores went to the record only; a misspelt
+    --student was graded as a phantom student 'could not grade' (a record, a CSV row); with nothing imported the
+    grader failed with a traceback."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with pytest.raises(SystemExit, match="no assignment '02_absolut' in .*02_absolute, 03_relative"):
+        cli.release("02_absolut")
+    with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
+        cli.autograde("02_absolut")
+    _gradebook(course, empty_gradebook).close()
+    with pytest.raises(SystemExit, match=re.escape("run `python -m autograder release 02_absolute` first")):
+        cli.autograde("02_absolute")
+    with _gradebook(
+        course, empty_gradebook
+    ) as gb:  # what release leaves in the gradebook (without nbgrader's seconds)
+        gb.add_assignment("02_absolute")
+        gb.add_notebook("02_absolute", "02_absolute")
+    with pytest.raises(SystemExit, match="no submissions of 02_absolute in .*import them first"):
+        cli.autograde("02_absolute")
+    (course / "submitted" / "alice" / "02_absolute").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"no submission of 02_absolute for Alice \(submitted: alice\)"):
+        cli.autograde("02_absolute", students=["Alice"])
+    assert not (course / "records").exists()
+
+
+def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previous_record(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    """A worker that failed (a gradebook locked too long, a worker killed) left no record: export then showed the
+    student's previous score, or no row at all."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with _gradebook(course, empty_gradebook) as gb:
+        gb.add_assignment("02_absolute")
+        gb.add_notebook("02_absolute", "02_absolute")
+    (course / "submitted" / "alice" / "02_absolute").mkdir(parents=True)
+    earlier = course / "records" / "02_absolute" / "alice.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(
+        json.dumps({"student": "alice", "assignment": "02_absolute", "notebooks": [{"score": 6}]})
+    )
+
+    def fails(*args):
+        raise RuntimeError("the worker died")
+
+    monkeypatch.setattr(cli, "grade_student", fails)
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", lambda max_workers, **_: ThreadPoolExecutor(max_workers))
+    (result,) = cli.autograde("02_absolute", workers=1)
+    assert result["error"] == "RuntimeError('the worker died')"
+    assert json.loads(earlier.read_text()) == result
+
+
 FORMGRADER_AUTOGRADE = """
 import json, shutil, sys
 from pathlib import Path
