@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -214,6 +215,7 @@ def grade_student(
 
     started = time.perf_counter()
     course = course_dir()
+    graded = fingerprint(course / "submitted" / student / assignment)
     sandbox = Sandbox(uid=61000 + int(os.environ.get("POSREF_WORKER", "0")))
     nb_run = _nbgrader_api().autograde(assignment, student, force=True, create=True)
     records = []
@@ -241,6 +243,7 @@ def grade_student(
         "student": student,
         "assignment": assignment,
         "seconds": time.perf_counter() - started,
+        "submission": graded,
         "notebooks": [r.to_json() for r in records],
     }
     _write_record(out)
@@ -251,6 +254,18 @@ def _write_record(out: dict) -> None:
     target = course_dir() / "records" / out["assignment"] / f"{out['student']}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1))
+
+
+def fingerprint(folder: Path) -> str:
+    """What a submission folder holds (its files' names and contents): export tells from it a submission
+    imported again after it was graded."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode())
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def autograde(
@@ -314,10 +329,43 @@ def feedback(assignment: str) -> None:
 
 
 def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
-    """One row per student and notebook: score (empty when it could not be graded), status and reason."""
+    """One row per student and notebook: score (empty unless graded), status and reason. The students are those
+    of the gradebook and of ``submitted/``; status ``not submitted`` for one without this assignment, ``not
+    graded`` for a submission imported but not (or not since) autograded."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    _require_assignment(assignment)
+    course = course_dir()
+    points = {
+        nb.name: sum(float(_cell_points(c)) for c in nbformat.read(nb, as_version=4).cells)
+        for nb in sorted((_source_dir() / assignment).glob("*.ipynb"))
+    }
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}?timeout=30") as gb:
+        students = {s.id for s in gb.students}
+    submitted = course / "submitted"
+    students |= {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
+    records = course / "records" / assignment
+    students |= {p.stem for p in records.glob("*.json")}
     rows = []
-    for path in sorted((course_dir() / "records" / assignment).glob("*.json")):
+
+    def without_score(student: str, status: str, reason: str) -> None:
+        rows.extend({"student": student, "notebook": name, "score": "", "max_score": f"{top:g}",
+                     "status": status, "reason": reason} for name, top in points.items())  # fmt: skip
+
+    for student in sorted(students):
+        folder, path = submitted / student / assignment, records / f"{student}.json"
+        again = f"run `python -m autograder autograde {assignment} --student {student}`"
+        if not path.exists():
+            if folder.is_dir():
+                without_score(student, "not graded", f"imported, not autograded yet: {again}")
+            else:
+                without_score(student, "not submitted", "")
+            continue
         data = json.loads(path.read_text())
+        if folder.is_dir() and data.get("submission") not in (None, fingerprint(folder)):
+            without_score(student, "not graded", f"imported again after it was graded: {again}")
+            continue
         if data.get("error"):
             rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
                          "status": "could not grade", "reason": f"grader error: {data['error']}"})  # fmt: skip
@@ -336,6 +384,13 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         writer.writeheader()
         writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
+
+
+def _cell_points(cell) -> float:
+    """A test cell's points (what the score of record grades: ``record.Record.max_score``), else 0."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    test = cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution")
+    return float(meta.get("points", 0)) if test else 0.0
 
 
 def _spreadsheet_safe(text: str) -> str:

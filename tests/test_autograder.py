@@ -307,16 +307,17 @@ def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_
 
 
 def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_terminal(
-    tmp_path, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys, empty_gradebook
 ):
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
-    records = tmp_path / "records" / "a1"
+    _gradebook(tmp_path, empty_gradebook).close()
+    records = tmp_path / "records" / "01_order"
     records.mkdir(parents=True)
     nb = {"notebook": "a1.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
           "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
     for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
         (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
-    cli.print_table(cli.export("a1", tmp_path / "out.csv"))
+    cli.print_table(cli.export("01_order", tmp_path / "out.csv"))
     with open(tmp_path / "out.csv") as f:
         students = sorted(row["student"] for row in csv.DictReader(f))
     assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
@@ -568,6 +569,53 @@ def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previou
     (result,) = cli.autograde("02_absolute", workers=1)
     assert result["error"] == "RuntimeError('the worker died')"
     assert json.loads(earlier.read_text()) == result
+
+
+def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded_before_it_changed(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    """A student who did not submit, or whose submission was imported but not graded, had no row at all; one
+    imported again after grading kept the score of the submission it replaced; a misspelt assignment wrote an
+    empty CSV."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
+        cli.export("02_absolut")
+    with _gradebook(course, empty_gradebook) as gb:
+        gb.add_student("dave")  # on the roster, submitted nothing
+    records = course / "records" / "02_absolute"
+    records.mkdir(parents=True)
+    cells = [{"grade_id": "t", "points": 6.0, "score": 6.0, "message": "passed"}]
+    graded = {"notebook": "02_absolute.ipynb", "status": "graded", "reason": "", "cells": cells, "problems": [],
+              "sandbox": "bubblewrap", "score": 6.0, "max_score": 6.0}  # fmt: skip
+    for student in ("alice", "bob", "carol"):
+        folder = course / "submitted" / student / "02_absolute"
+        folder.mkdir(parents=True)
+        (folder / "02_absolute.ipynb").write_text("{}")
+        if student != "carol":  # carol: imported, not graded yet
+            record = {"student": student, "assignment": "02_absolute", "submission": cli.fingerprint(folder),
+                      "notebooks": [graded]}  # fmt: skip
+            (records / f"{student}.json").write_text(json.dumps(record))
+    (course / "submitted" / "bob" / "02_absolute" / "02_absolute.ipynb").write_text('{"cells": []}')  # again
+    crashed = {
+        "student": "erin",
+        "assignment": "02_absolute",
+        "error": "BrokenProcessPool()",
+        "notebooks": [],
+    }
+    (records / "erin.json").write_text(json.dumps(crashed))
+    rows = {row["student"]: row for row in cli.export("02_absolute")}
+    assert sorted(rows) == ["alice", "bob", "carol", "dave", "erin"]
+    assert (rows["alice"]["score"], rows["alice"]["status"]) == ("6", "graded")
+    for student, status, reason in [
+        ("bob", "not graded", "imported again after it was graded"),
+        ("carol", "not graded", "imported, not autograded yet"),
+        ("dave", "not submitted", ""),
+        ("erin", "could not grade", "grader error: BrokenProcessPool()"),
+    ]:
+        assert rows[student]["score"] == "" and rows[student]["status"] == status, rows[student]
+        assert rows[student]["reason"].startswith(reason), rows[student]
+    assert rows["dave"]["max_score"] == "6" and rows["dave"]["notebook"] == "02_absolute.ipynb"
 
 
 FORMGRADER_AUTOGRADE = """
