@@ -216,6 +216,8 @@ def grade_student(
     started = time.perf_counter()
     course = course_dir()
     graded = fingerprint(course / "submitted" / student / assignment)
+    # an earlier feedback page would outlive this grading where nbgrader cannot take the new submission
+    shutil.rmtree(course / "feedback" / student / assignment, ignore_errors=True)
     sandbox = Sandbox(uid=61000 + int(os.environ.get("POSREF_WORKER", "0")))
     nb_run = _nbgrader_api().autograde(assignment, student, force=True, create=True)
     records = []

@@ -618,6 +618,41 @@ def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded
     assert rows["dave"]["max_score"] == "6" and rows["dave"]["notebook"] == "02_absolute.ipynb"
 
 
+def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_replaces(
+    tmp_path, monkeypatch
+):
+    """nbgrader cannot take a re-submission whose notebook was renamed: generate_feedback then left the page of the
+    earlier submission (6/10) beside a record that says 'could not grade'."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    submission = course / "submitted" / "grace" / "02_absolute"
+    submission.mkdir(parents=True)
+    (submission / "02_absolute (1).ipynb").write_text("{}")
+    old_page = course / "feedback" / "grace" / "02_absolute" / "02_absolute.html"
+    old_page.parent.mkdir(parents=True)
+    old_page.write_text("Score: 6.0 / 10.0")
+
+    class NbgraderFails:
+        def autograde(self, *args, **kwargs):
+            return {"success": False}
+
+    def not_graded(*args, **kwargs):
+        raise AssertionError("the sandbox must not start for a missing notebook")
+
+    monkeypatch.setattr(cli, "_API", NbgraderFails())
+    monkeypatch.setattr(Sandbox, "scratch", not_graded)
+    out = cli.grade_student("02_absolute", "grace", cell_timeout=1)
+    assert not old_page.exists()
+    (nb,) = out["notebooks"]
+    assert nb["status"] == "could not grade" and nb["score"] is None
+    assert nb["reason"] == (
+        "no 02_absolute.ipynb in the submission (it holds 02_absolute (1).ipynb: rename it, then grade this "
+        "student again)"
+    )
+    assert out["submission"] == cli.fingerprint(submission)
+    assert json.loads((course / "records" / "02_absolute" / "grace.json").read_text()) == out
+
+
 FORMGRADER_AUTOGRADE = """
 import json, shutil, sys
 from pathlib import Path
