@@ -2,7 +2,7 @@
 
     python -m autograder release ASSIGNMENT
     python -m autograder import PATH [--assignment ASSIGNMENT]      (a folder or an archive of submissions)
-    python -m autograder autograde ASSIGNMENT [--workers N] [--student ID ...]
+    python -m autograder autograde ASSIGNMENT [--workers N] [--student ID ...] [--cell-timeout S] [--notebook-timeout S]
     python -m autograder feedback ASSIGNMENT
     python -m autograder export ASSIGNMENT [--csv FILE]
     python -m autograder demo [--workers N]
