@@ -379,6 +379,7 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
                 "status": nb["status"], "reason": nb["reason"] or problems,
             })  # fmt: skip
     csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(
             f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
@@ -447,6 +448,12 @@ def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:
                 os.environ[name] = value
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a number of workers is a whole number from 1, not {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -456,7 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--assignment")
     p = sub.add_parser("autograde")
     p.add_argument("assignment")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1)
     p.add_argument("--student", action="append")
     p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds for each answer cell and call")
     p.add_argument(
@@ -467,7 +474,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("assignment")
     p.add_argument("--csv", type=Path)
     p = sub.add_parser("demo")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=_positive_int, default=2)
     args = parser.parse_args(argv)
     if args.command == "release":
         release(args.assignment)

@@ -317,8 +317,8 @@ def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_termin
           "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
     for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
         (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
-    cli.print_table(cli.export("01_order", tmp_path / "out.csv"))
-    with open(tmp_path / "out.csv") as f:
+    cli.print_table(cli.export("01_order", tmp_path / "new folder" / "out.csv"))  # a folder made for it
+    with open(tmp_path / "new folder" / "out.csv") as f:
         students = sorted(row["student"] for row in csv.DictReader(f))
     assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
     assert "\x1b" not in capsys.readouterr().out
@@ -514,7 +514,7 @@ def _gradebook(course: Path, empty: Path):
 
 
 def test_release_and_autograde_refuse_a_wrong_name_an_unreleased_assignment_and_a_missing_student(
-    tmp_path, monkeypatch, empty_gradebook
+    tmp_path, monkeypatch, empty_gradebook, capsys
 ):
     """A misspelt assignment graded nobody without a word, and `release` added the misspelt name to the gradebook;
     before release nbgrader could not take the submissions and the scores went to the record only; a misspelt
@@ -526,6 +526,11 @@ def test_release_and_autograde_refuse_a_wrong_name_an_unreleased_assignment_and_
         cli.release("02_absolut")
     with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
         cli.autograde("02_absolut")
+    with pytest.raises(
+        SystemExit
+    ):  # ProcessPoolExecutor's "max_workers must be greater than 0", with a traceback
+        cli.main(["autograde", "02_absolute", "--workers", "0"])
+    assert "a number of workers is a whole number from 1, not '0'" in capsys.readouterr().err
     _gradebook(course, empty_gradebook).close()
     with pytest.raises(SystemExit, match=re.escape("run `python -m autograder release 02_absolute` first")):
         cli.autograde("02_absolute")
