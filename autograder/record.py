@@ -181,7 +181,14 @@ def grade_notebook(
     source_nb = nbformat.read(source_path, as_version=4)
     try:
         submitted_nb = nbformat.read(submitted_path, as_version=4)
-    except Exception as err:  # a missing or corrupted notebook is reported, never scored 0 silently
+    except FileNotFoundError:  # most often a renamed notebook: say what is there instead
+        others = ", ".join(sorted(p.name for p in submitted_path.parent.glob("*.ipynb")))
+        hint = (
+            f" (it holds {student_text(others)}: rename it, then grade this student again)" if others else ""
+        )
+        record.status, record.reason = "could not grade", f"no {submitted_path.name} in the submission{hint}"
+        submitted_nb = nbformat.v4.new_notebook()
+    except Exception as err:  # a corrupted notebook is reported, never scored 0 silently
         record.status, record.reason = (
             "could not grade",
             f"the notebook could not be read: {type(err).__name__}: {student_text(str(err))}",

@@ -321,17 +321,18 @@ def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_
 
 
 def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_terminal(
-    tmp_path, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys, empty_gradebook
 ):
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
-    records = tmp_path / "records" / "a1"
+    _gradebook(tmp_path, empty_gradebook).close()
+    records = tmp_path / "records" / "01_order"
     records.mkdir(parents=True)
     nb = {"notebook": "a1.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
           "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
     for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
         (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
-    cli.print_table(cli.export("a1", tmp_path / "out.csv"))
-    with open(tmp_path / "out.csv") as f:
+    cli.print_table(cli.export("01_order", tmp_path / "new folder" / "out.csv"))  # a folder made for it
+    with open(tmp_path / "new folder" / "out.csv") as f:
         students = sorted(row["student"] for row in csv.DictReader(f))
     assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
     assert "\x1b" not in capsys.readouterr().out
@@ -439,16 +440,236 @@ def test_export_and_feedback(demo_course):
     assert any("no answer within" in p for p in record["notebooks"][0]["problems"])
 
 
-@pytest.mark.slow
-@needs_bwrap
-def test_import_from_an_archive(tmp_path, monkeypatch):
+def _archive(tmp_path: Path, files: list[str], fmt: str = "zip") -> Path:
+    """An archive of empty notebooks (and other files) at these paths."""
+    folder = tmp_path / "archive-content"
+    shutil.rmtree(folder, ignore_errors=True)
+    for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+    return Path(shutil.make_archive(str(tmp_path / "subs"), fmt, folder))
+
+
+def _submitted(course: Path) -> list[str]:
+    return sorted(str(p.relative_to(course / "submitted")) for p in (course / "submitted").rglob("*.ipynb"))
+
+
+def test_import_finds_the_class_however_the_archive_is_laid_out(tmp_path, monkeypatch, capsys):
+    """An archive of one student (a late submission) was read as a class whose student is the assignment folder:
+    `submitted/02_absolute/02_absolute/...`, or nothing imported with 'imported: 02_absolute'."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    nb = "02_absolute/02_absolute.ipynb"
+    for files, assignment in [
+        ([f"carol/{nb}"], None),  # one student
+        ([f"carol/{nb}"], "02_absolute"),
+        (["carol/02_absolute.ipynb"], "02_absolute"),  # with --assignment: in the student folder
+        ([f"class/carol/{nb}", "class/notes/todo.ipynb", f"__MACOSX/class/carol/{nb}"], None),  # a Mac's zip
+    ]:
+        shutil.rmtree(course, ignore_errors=True)
+        assert cli.import_submissions(_archive(tmp_path, files), assignment) == ["carol"], files
+        assert _submitted(course) == [f"carol/{nb}"], files
+    assert "skipped, no assignment folder inside: notes" in capsys.readouterr().err
+    # both of a student's assignments at once; a student id twice, in different case, is pointed out
+    files = [f"alice/{nb}", "alice/04_rope/04_rope.ipynb", f"Alice/{nb}", f"bob/{nb}"]
+    assert cli.import_submissions(_archive(tmp_path, files, "gztar")) == ["Alice", "alice", "bob"]
+    assert _submitted(course) == [
+        f"Alice/{nb}", f"alice/{nb}", "alice/04_rope/04_rope.ipynb", f"bob/{nb}", f"carol/{nb}"
+    ]  # fmt: skip
+    assert "Alice and alice differ only in case" in capsys.readouterr().err
+    # a re-submission replaces the earlier one, files and all
+    (course / "submitted" / "bob" / "02_absolute" / "old.txt").write_text("")
+    cli.import_submissions(_archive(tmp_path, [f"bob/{nb}"]))
+    assert not (course / "submitted" / "bob" / "02_absolute" / "old.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "what, message",
+    [
+        ("flat", "no student folders in"),  # notebooks with no student folder
+        ("not an archive", "cannot unpack"),
+        ("missing", "does not exist"),
+        ("misspelt assignment", "no assignment '02_absolut'"),
+    ],
+)
+def test_import_says_what_is_wrong_with_what_it_was_given(tmp_path, monkeypatch, what, message):
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path / "course"))
-    (tmp_path / "in" / "alice").mkdir(parents=True)
-    (tmp_path / "in" / "alice" / "positions.ipynb").write_text("{}")
-    archive = shutil.make_archive(str(tmp_path / "subs"), "zip", tmp_path / "in")
-    assert cli.import_submissions(tmp_path / "subs.zip", "positions") == ["alice"]
-    assert (tmp_path / "course" / "submitted" / "alice" / "positions" / "positions.ipynb").exists()
-    assert archive.endswith(".zip")
+    path, assignment = _archive(tmp_path, ["02_absolute.ipynb"]), None
+    if what == "not an archive":
+        path = path.with_suffix(".rar")
+        path.write_bytes(b"Rar!")
+    elif what == "missing":
+        path = tmp_path / "nothing.zip"
+    elif what == "misspelt assignment":
+        assignment = "02_absolut"
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        cli.import_submissions(path, assignment)
+    assert not (tmp_path / "course" / "submitted").exists()
+
+
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory) -> Path:
+    """An empty nbgrader gradebook, made once: nbgrader takes seconds to make one (it runs alembic)."""
+    from nbgrader.api import Gradebook
+
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}"):
+        pass
+    return path
+
+
+def _gradebook(course: Path, empty: Path):
+    from nbgrader.api import Gradebook
+
+    if not (course / "gradebook.db").exists():
+        course.mkdir(parents=True, exist_ok=True)
+        shutil.copy(empty, course / "gradebook.db")
+    return Gradebook(f"sqlite:///{course / 'gradebook.db'}")
+
+
+def test_release_and_autograde_refuse_a_wrong_name_an_unreleased_assignment_and_a_missing_student(
+    tmp_path, monkeypatch, empty_gradebook, capsys
+):
+    """A misspelt assignment graded nobody without a word, and `release` added the misspelt name to the gradebook;
+    before release nbgrader could not take the submissions and the scores went to the record only; a misspelt
+    --student was graded as a phantom student 'could not grade' (a record, a CSV row); with nothing imported the
+    grader failed with a traceback."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with pytest.raises(SystemExit, match="no assignment '02_absolut' in .*02_absolute, 03_relative"):
+        cli.release("02_absolut")
+    with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
+        cli.autograde("02_absolut")
+    with pytest.raises(
+        SystemExit
+    ):  # ProcessPoolExecutor's "max_workers must be greater than 0", with a traceback
+        cli.main(["autograde", "02_absolute", "--workers", "0"])
+    assert "a number of workers is a whole number from 1, not '0'" in capsys.readouterr().err
+    _gradebook(course, empty_gradebook).close()
+    with pytest.raises(SystemExit, match=re.escape("run `python -m autograder release 02_absolute` first")):
+        cli.autograde("02_absolute")
+    with _gradebook(
+        course, empty_gradebook
+    ) as gb:  # what release leaves in the gradebook (without nbgrader's seconds)
+        gb.add_assignment("02_absolute")
+        gb.add_notebook("02_absolute", "02_absolute")
+    with pytest.raises(SystemExit, match="no submissions of 02_absolute in .*import them first"):
+        cli.autograde("02_absolute")
+    (course / "submitted" / "alice" / "02_absolute").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"no submission of 02_absolute for Alice \(submitted: alice\)"):
+        cli.autograde("02_absolute", students=["Alice"])
+    assert not (course / "records").exists()
+
+
+def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previous_record(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    """A worker that failed (a gradebook locked too long, a worker killed) left no record: export then showed the
+    student's previous score, or no row at all."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with _gradebook(course, empty_gradebook) as gb:
+        gb.add_assignment("02_absolute")
+        gb.add_notebook("02_absolute", "02_absolute")
+    (course / "submitted" / "alice" / "02_absolute").mkdir(parents=True)
+    earlier = course / "records" / "02_absolute" / "alice.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(
+        json.dumps({"student": "alice", "assignment": "02_absolute", "notebooks": [{"score": 6}]})
+    )
+
+    def fails(*args):
+        raise RuntimeError("the worker died")
+
+    monkeypatch.setattr(cli, "grade_student", fails)
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", lambda max_workers, **_: ThreadPoolExecutor(max_workers))
+    (result,) = cli.autograde("02_absolute", workers=1)
+    assert result["error"] == "RuntimeError('the worker died')"
+    assert json.loads(earlier.read_text()) == result
+
+
+def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded_before_it_changed(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    """A student who did not submit, or whose submission was imported but not graded, had no row at all; one
+    imported again after grading kept the score of the submission it replaced; a misspelt assignment wrote an
+    empty CSV."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
+        cli.export("02_absolut")
+    with _gradebook(course, empty_gradebook) as gb:
+        gb.add_student("dave")  # on the roster, submitted nothing
+    records = course / "records" / "02_absolute"
+    records.mkdir(parents=True)
+    cells = [{"grade_id": "t", "points": 6.0, "score": 6.0, "message": "passed"}]
+    graded = {"notebook": "02_absolute.ipynb", "status": "graded", "reason": "", "cells": cells, "problems": [],
+              "sandbox": "bubblewrap", "score": 6.0, "max_score": 6.0}  # fmt: skip
+    for student in ("alice", "bob", "carol"):
+        folder = course / "submitted" / student / "02_absolute"
+        folder.mkdir(parents=True)
+        (folder / "02_absolute.ipynb").write_text("{}")
+        if student != "carol":  # carol: imported, not graded yet
+            record = {"student": student, "assignment": "02_absolute", "submission": cli.fingerprint(folder),
+                      "notebooks": [graded]}  # fmt: skip
+            (records / f"{student}.json").write_text(json.dumps(record))
+    (course / "submitted" / "bob" / "02_absolute" / "02_absolute.ipynb").write_text('{"cells": []}')  # again
+    crashed = {
+        "student": "erin",
+        "assignment": "02_absolute",
+        "error": "BrokenProcessPool()",
+        "notebooks": [],
+    }
+    (records / "erin.json").write_text(json.dumps(crashed))
+    rows = {row["student"]: row for row in cli.export("02_absolute")}
+    assert sorted(rows) == ["alice", "bob", "carol", "dave", "erin"]
+    assert (rows["alice"]["score"], rows["alice"]["status"]) == ("6", "graded")
+    for student, status, reason in [
+        ("bob", "not graded", "imported again after it was graded"),
+        ("carol", "not graded", "imported, not autograded yet"),
+        ("dave", "not submitted", ""),
+        ("erin", "could not grade", "grader error: BrokenProcessPool()"),
+    ]:
+        assert rows[student]["score"] == "" and rows[student]["status"] == status, rows[student]
+        assert rows[student]["reason"].startswith(reason), rows[student]
+    assert rows["dave"]["max_score"] == "6" and rows["dave"]["notebook"] == "02_absolute.ipynb"
+
+
+def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_replaces(
+    tmp_path, monkeypatch
+):
+    """nbgrader cannot take a re-submission whose notebook was renamed: generate_feedback then left the page of the
+    earlier submission (6/10) beside a record that says 'could not grade'."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    submission = course / "submitted" / "grace" / "02_absolute"
+    submission.mkdir(parents=True)
+    (submission / "02_absolute (1).ipynb").write_text("{}")
+    old_page = course / "feedback" / "grace" / "02_absolute" / "02_absolute.html"
+    old_page.parent.mkdir(parents=True)
+    old_page.write_text("Score: 6.0 / 10.0")
+
+    class NbgraderFails:
+        def autograde(self, *args, **kwargs):
+            return {"success": False}
+
+    def not_graded(*args, **kwargs):
+        raise AssertionError("the sandbox must not start for a missing notebook")
+
+    monkeypatch.setattr(cli, "_API", NbgraderFails())
+    monkeypatch.setattr(Sandbox, "scratch", not_graded)
+    out = cli.grade_student("02_absolute", "grace", cell_timeout=1)
+    assert not old_page.exists()
+    (nb,) = out["notebooks"]
+    assert nb["status"] == "could not grade" and nb["score"] is None
+    assert nb["reason"] == (
+        "no 02_absolute.ipynb in the submission (it holds 02_absolute (1).ipynb: rename it, then grade this "
+        "student again)"
+    )
+    assert out["submission"] == cli.fingerprint(submission)
+    assert json.loads((course / "records" / "02_absolute" / "grace.json").read_text()) == out
 
 
 FORMGRADER_AUTOGRADE = """
