@@ -105,6 +105,17 @@ def test_hidden_cases_change_between_runs_and_reproduce_from_their_seed():
     assert torch.equal(a.randn(5), again.randn(5)) and a.int(0, 10**9) == again.int(0, 10**9)
 
 
+def test_an_untouched_stub_is_named_as_such():
+    def stub(x, cos, sin, layout="half"):
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_apply_rope(stub)
+    message = str(failure.value)
+    assert "apply_rope fails on case 1" in message and "raised NotImplementedError\n" in message
+    assert "still holds the stub" in message
+
+
 def test_hidden_failures_quote_their_seed():
     with pytest.raises(CheckFailed, match=r"seed \d+"):
         grading.check_alibi_bias(s.alibi_bias_signed, hidden=True)

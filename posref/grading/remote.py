@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from posref.grading.report import same_values
+from posref.grading.report import error_text, same_values
 
 MAX_FRAME = 256 * 2**20
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
@@ -235,7 +235,7 @@ def serve(read_fd: int, write_fd: int) -> None:
         try:
             exec(compile(source, f"<cell {index}>", "exec"), namespace)
         except BaseException as err:  # noqa: BLE001  (a cell's SystemExit or KeyboardInterrupt is its own failure)
-            errors[index] = f"{type(err).__name__}: {err}"
+            errors[index] = error_text(err)
     names = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("__"))
     send({"event": "ready", "names": names, "errors": errors})
     while True:
@@ -264,7 +264,7 @@ def serve(read_fd: int, write_fd: int) -> None:
         except BaseException as err:  # noqa: BLE001
             last = traceback.extract_tb(err.__traceback__)[-1:]
             where = f" (line {last[0].lineno} of {last[0].filename})" if last else ""
-            result = {"error": f"{type(err).__name__}: {err}{where}"}
+            result = {"error": error_text(err) + where}
         send(result)
 
 

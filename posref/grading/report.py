@@ -114,6 +114,11 @@ def same_values(before: torch.Tensor, after: torch.Tensor) -> bool:
     return bool(equal.all())
 
 
+def error_text(err: BaseException) -> str:
+    """``TypeName: message``, or the type's name alone for an exception without a message."""
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -304,8 +309,12 @@ def first_difference(
         except (
             Exception
         ) as err:  # the student's code raised: that is a failed case, reported with its arguments
-            did = getattr(err, "reported_as", None) or f"raised {type(err).__name__}: {err}"
-            raise CheckFailed(_header(name, case, i, len(cases), seed) + f"\n  your function {did}") from err
+            did = getattr(err, "reported_as", None) or f"raised {error_text(err)}"
+            if did.startswith("raised NotImplementedError"):
+                did += "\n  (the answer cell still holds the stub: replace `raise NotImplementedError()` with your code)"
+            raise CheckFailed(
+                _header(name, case, i, len(cases), seed, what="fails") + f"\n  your function {did}"
+            ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
         problem = difference(
