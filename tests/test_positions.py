@@ -63,3 +63,30 @@ def test_sinusoidal_positions_must_be_non_negative_integers():
         h.embed(x, torch.tensor([-1, 3]))
     with pytest.raises(TypeError, match="positions must hold integer positions"):
         h.embed(x, torch.tensor([0.0, 1.0]))
+
+
+def test_sinusoidal_embeds_each_token_at_its_own_position():
+    # positions need not start at 0 (a window read from the middle of a text, a KV-cache step): row p of the
+    # Vaswani table is sin(p / 10000**(2i/d)) in dim 2i and cos(...) in dim 2i + 1
+    pos = torch.tensor([5, 7, 6])
+    out = handler("sinusoidal").embed(torch.zeros(1, 3, 16), pos)[0]
+    angle = pos[:, None].double() / 10000.0 ** (torch.arange(0, 16, 2).double() / 16)  # (3, 8)
+    expected = torch.stack((angle.sin(), angle.cos()), dim=-1).flatten(1)  # interleaved sin, cos
+    assert_close(out.double(), expected, atol=1e-6)
+
+
+def test_t5_handler_bias_runs_from_queries_to_keys():
+    # one query at position 3 against keys 0..3 (a decoding step): (H, 1, 4), the key d positions back in
+    # bucket d (distances below 16 have their own bucket); a decoder's buckets are one-sided, so keys after
+    # a query share bucket 0 with the query's own position
+    h = handler("t5")
+    table = h.relative.embedding.weight  # (num_buckets, H)
+    assert_close(h.bias(torch.tensor([3]), torch.arange(4))[:, 0, :], table[[3, 2, 1, 0]].T, atol=0)
+    assert_close(h.bias(torch.tensor([0]), torch.arange(4))[:, 0, :], table[[0, 0, 0, 0]].T, atol=0)
+
+
+def test_handler_options_reach_the_handler():
+    rope = handler("rope", rope_layout="interleaved", rope_base=50.0)
+    assert rope.rotary.layout == "interleaved" and rope.rotary.base == 50.0
+    t5 = handler("t5", t5_num_buckets=8, t5_max_distance=20)
+    assert t5.relative.num_buckets == 8 and t5.relative.max_distance == 20
