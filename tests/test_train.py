@@ -71,3 +71,31 @@ def test_training_is_deterministic_with_a_seed_and_keeps_global_rng():
     assert torch.equal(torch.rand(2), expected)
     assert a == b and torch.equal(model_a.head.weight, model_b.head.weight)
     assert run(2)[0] != a
+
+
+def test_train_clips_the_gradient_norm_uses_the_betas_and_restores_the_mode(monkeypatch):
+    # Adam's first step barely depends on the gradient's scale, so a missing clip would not show in the loss:
+    # look at the gradients the optimizer is handed. Their global norm must be at most grad_clip.
+    seen = []
+    original_step = torch.optim.AdamW.step
+
+    def step(self, *args, **kwargs):
+        grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
+        seen.append(
+            (torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])).item(), self.param_groups)
+        )
+        return original_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", step)
+    model = build_model(7, "nope", seed=0, d_model=16, n_heads=2).eval()
+    data = torch.arange(2_000) % 7
+    cfg = TrainConfig(steps=3, grad_clip=1e-3, betas=(0.8, 0.9))
+    train(model, lambda g: lm_batch(data, 4, 12, g), cfg, progress=False)
+    assert len(seen) == 3 and all(norm <= 1e-3 * (1 + 1e-5) for norm, _ in seen)
+    assert all(group["betas"] == (0.8, 0.9) for group in seen[0][1])
+    assert not model.training  # it was in eval mode before training: left as found
+    # sanity: unclipped gradients at initialisation are far larger than 1e-3
+    model = build_model(7, "nope", seed=0, d_model=16, n_heads=2)
+    x, y = lm_batch(data, 4, 12, torch.Generator().manual_seed(0))
+    lm_loss(model(x), y).backward()
+    assert torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()])) > 1e-2
