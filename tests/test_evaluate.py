@@ -83,3 +83,25 @@ def test_evaluation_restores_training_mode_and_rejects_bad_batches():
         per_position_loss(model, mixed)
     with pytest.raises(ValueError, match="empty"):
         per_position_loss(model, [])
+
+
+class DropoutUniform(Uniform):
+    """Uniform logits plus dropout on a constant: loss ln V in eval mode, something else in training mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, idx):
+        return super().forward(idx) + self.drop(torch.ones(*idx.shape, V).cumsum(-1))
+
+
+def test_evaluation_runs_in_eval_mode():
+    model = DropoutUniform().train()
+    curve = per_position_loss(model, lm_eval_batches(STREAM, 8, n_windows=4))
+    # in eval mode dropout is the identity and the logits 1..V shift every position alike: softmax of
+    # 1..V at target t gives log(sum_j e^j) - (t + 1)
+    targets = torch.stack([y for _, y in lm_eval_batches(STREAM, 8, n_windows=4)]).flatten(0, 1)  # (4, 8)
+    expected = (torch.logsumexp(torch.arange(1.0, V + 1), 0) - (targets + 1).float()).mean(0)
+    torch.testing.assert_close(curve, expected, rtol=1e-5, atol=1e-5)
+    assert model.training

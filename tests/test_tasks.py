@@ -115,3 +115,12 @@ def test_associative_recall_target_is_the_value_after_the_queried_key():
     assert torch.equal(associative_recall_batch(32, n_pairs, n_keys, n_values, gen(0))[0], x)
     with pytest.raises(ValueError, match="n_pairs .* must be <= n_keys"):
         associative_recall_batch(2, 5, 4, 3, gen(0))
+
+
+def test_associative_recall_queries_every_pair_slot():
+    # the query must be any of the n keys, not always the same slot (a model could learn the slot instead)
+    n_pairs = 4
+    x, _ = associative_recall_batch(256, n_pairs, 8, 4, gen(1))
+    keys, query = x[:, 0 : 2 * n_pairs : 2], x[:, -1:]
+    slots = (keys == query).float().argmax(1)
+    assert set(slots.tolist()) == set(range(n_pairs))
