@@ -70,3 +70,36 @@ def test_regeneration_command_writes_a_reproducible_record(tmp_path, capsys):
     loaded = load_checkpoint("nope", directory=tmp_path)
     measured = evaluate_lengths(loaded, load_char_corpus().val, [128])[128]["loss"]
     assert measured == pytest.approx(info["eval"]["lengths"]["128"]["loss"], abs=1e-4)
+
+
+def test_loading_refuses_weights_that_do_not_match_the_config(tmp_path):
+    # a JSON edited (or a .pt swapped) so that config and weights disagree must not load with random weights
+    save_checkpoint(build_model(96, "rope", seed=1), "mine", {}, tmp_path)
+    meta = tmp_path / "mine.json"
+    record = json.loads(meta.read_text())
+    for change in ({"positions": {"method": "t5"}}, {"n_layers": 3}):
+        meta.write_text(json.dumps({**record, "config": {**record["config"], **change}}))
+        with pytest.raises(RuntimeError, match="Missing key"):
+            load_checkpoint("mine", directory=tmp_path)
+
+
+def test_the_recorded_evaluation_is_of_the_float16_weights_saved(tmp_path, monkeypatch):
+    # the record must be reproducible from the file, so train_checkpoint evaluates the reloaded float16-rounded
+    # weights, not the float32 weights still in memory (after a few steps the two differ below the record's
+    # 4-decimal rounding, so look at the model that is evaluated)
+    import posref.checkpoints as checkpoints
+    from posref.train import TrainConfig
+
+    evaluated = []
+
+    def spy(model, *args, **kwargs):
+        evaluated.append(model)
+        return {T: {"loss": 0.0, "last_loss": 0.0} for T in args[1]}
+
+    monkeypatch.setattr(checkpoints, "evaluate_lengths", spy)
+    checkpoints.train_checkpoint("nope", tmp_path, cfg=TrainConfig(steps=2, lr=1e-2), progress=False)
+    (model,) = evaluated
+    assert not model.training
+    rounded = load_checkpoint("nope", directory=tmp_path)
+    for (name, a), (_, b) in zip(model.state_dict().items(), rounded.state_dict().items(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
