@@ -298,6 +298,18 @@ def test_llama3_matches_a_loop_over_wavelength_bands():
     assert_close(rope_frequencies(64, base=500000.0, scaling=scaling)[0], f64(expected), atol=0.0, rtol=2e-6)
 
 
+def test_llama3_is_continuous_on_its_band_edges():
+    # pair 0 (w = 1, wavelength 2 pi) placed exactly on an edge: on the low-frequency edge L / low it must be
+    # divided by s (the blend's value there, smooth = 0), on the high-frequency edge L / high kept (smooth = 1);
+    # the float32 wavelength and edge coincide, so a strict/non-strict comparison slip shows (e.g. w / s**2)
+    length, s, edge = 64, 4.0, 64 / (2 * math.pi)
+    for low, high, expected in ((edge, 2 * edge, 1 / s), (edge / 2, edge, 1.0)):
+        scaling = {"rope_type": "llama3", "factor": s, "original_max_position_embeddings": length}
+        scaling |= {"low_freq_factor": low, "high_freq_factor": high}
+        inv_freq = rope_frequencies(8, base=10000.0, scaling=scaling)[0]
+        assert inv_freq[0].item() == pytest.approx(expected, rel=1e-5), (low, high)
+
+
 def _longrope(dim=16, **extra):
     return {
         "rope_type": "longrope",
