@@ -117,3 +117,50 @@ def test_bad_arguments_are_clear_errors(kwargs, match):
 def test_objective_must_return_a_finite_number():
     with pytest.raises(ValueError, match="finite number"):
         longrope_search(lambda f: float("nan"), SEEDS, max_factor=16.0)
+
+
+def _recorded_search(score, **kwargs):
+    seen = []
+
+    def objective(factors):
+        seen.append(factors.clone())
+        return score(factors)
+
+    result = longrope_search(objective, kwargs.pop("initial"), max_factor=8.0, monotone=False, **kwargs)
+    return result, seen
+
+
+def test_children_come_from_the_parents_by_the_stated_operators():
+    # one parent and a vanishing mutation probability: every child is the best start with exactly one factor
+    # changed (the "at least one" rule); breeding from the whole pool or mutating every factor breaks this
+    start = [torch.full((8,), 2.0)] + [torch.full((8,), 1.1 + 0.1 * i) for i in range(7)]
+    _, seen = _recorded_search(
+        lambda f: float(((f.log() - 0.7) ** 2).sum()),  # best at e**0.7 ~ 2.01: the first start is the best
+        initial=start,
+        population=8,
+        parents=1,
+        generations=1,
+        mutation_probability=1e-9,
+    )
+    assert len(seen) > 8 and all(torch.equal(a, b) for a, b in zip(seen[:8], start, strict=True))
+    for child in seen[8:]:
+        assert int((child != start[0]).sum()) == 1, child
+    # two parents that stay the best (score 0, anything else > 0): a crossover takes each factor from one of
+    # them, so some child holds both exact values (a mutation changes one factor to neither)
+    start = [torch.full((8,), 2.0), torch.full((8,), 3.0)]
+    _, seen = _recorded_search(
+        lambda f: min(float((f - 2).abs().sum()), float((f - 3).abs().sum())),
+        initial=start,
+        population=16,
+        parents=2,
+        generations=3,
+        mutation_probability=1e-9,
+    )
+    assert any(bool((c == 2.0).any() and (c == 3.0).any()) for c in seen)
+
+
+def test_as_scaling_defaults():
+    result = longrope_search(lambda f: float(f.sum()), [[1.0, 2.0, 4.0]], max_factor=8.0, generations=1)
+    scaling = result.as_scaling(100)
+    assert scaling["factor"] == max(scaling["long_factor"]) == max(result.factors.tolist())
+    assert scaling["short_factor"] == [1.0, 1.0, 1.0] and scaling["original_max_position_embeddings"] == 100
