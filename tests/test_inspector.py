@@ -104,3 +104,43 @@ def test_dynamic_is_evaluated_at_the_requested_length():
 def test_load_config_prefers_an_exact_name():
     name, config = load_config(DATA, "meta-llama/llama-3.2-1b")
     assert name == "meta-llama/Llama-3.2-1B" and config["head_dim"] == 64
+
+
+def test_every_pair_kind_and_the_turn_counts():
+    # LongRoPE's searched factors can make a pair faster (rho < 1) or divide it by more than the factor:
+    # rho = 0.5, 1, 2, 4, 8 with factor 4 are faster, kept, blended, interpolated, beyond
+    config = {
+        "model_type": "phi3",
+        "head_dim": 10,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 256,
+        "original_max_position_embeddings": 64,
+        "rope_scaling": {
+            "rope_type": "longrope",
+            "short_factor": [0.5, 1.0, 2.0, 4.0, 8.0],
+            "long_factor": [0.5, 1.0, 2.0, 4.0, 8.0],
+            "factor": 4.0,
+        },
+    }
+    inspection = inspect_rope(config)
+    assert inspection.kinds() == ["faster", "kept", "blended", "interpolated", "beyond"]
+    # plain wavelengths 2 pi * 10000**(2i/10) = 6.3, 40, 250, 1578, 9958: 3 exceed the original 64 tokens;
+    # after dividing by 0.5, 1, 2, 4, 8 they are 3.1, 40, 500, 6310, 79660: still 3
+    assert "pairs slower than one turn per original context: 3 before, 3 after" in format_inspection(
+        inspection
+    )
+
+
+def test_partial_rotary_pairs_are_compared_with_the_rotated_dims_own_frequencies():
+    # head_dim 16 with half of it rotated: the 4 pairs turn at 10000**(-2i/8), and plain RoPE keeps them all
+    config = {
+        "head_dim": 16,
+        "partial_rotary_factor": 0.5,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 64,
+    }
+    inspection = inspect_rope(config)
+    assert inspection.counts()["kept"] == 4
+    before, _ = inspection.wavelengths()
+    expected = [2 * 3.141592653589793 * 10000.0 ** (2 * i / 8) for i in range(4)]
+    assert before.tolist() == pytest.approx(expected, rel=1e-6)
