@@ -143,6 +143,9 @@ def test_deepseek_rotates_qk_rope_head_dim_and_notes_the_softmax_scale():
     rope = rope_from_config(MODELS["deepseek-ai/DeepSeek-V3"])
     assert rope.head_dim == 64 and rope.frequencies()[1] == 1.0
     assert any("1.8739" in note for note in rope.notes)
+    # the shipped config has no rope_interleave: DeepseekV3Config's default (True) pairs dims 2i, 2i + 1
+    assert "rope_interleave" not in MODELS["deepseek-ai/DeepSeek-V3"] and rope.layout == "interleaved"
+    assert rope_from_config({**MODELS["deepseek-ai/DeepSeek-V3"], "rope_interleave": False}).layout == "half"
 
 
 def test_ministral_keeps_llama4_beta_out_of_the_frequencies():
@@ -165,6 +168,7 @@ CASES = {
     "legacy type alias": llama(rope_theta=5e5, rope_scaling={"type": "linear", "factor": 4.0}),
     "rope_parameters": llama(rope_parameters={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512, "rope_theta": 1e6}),
     "both type and rope_type": llama(rope_parameters={"rope_type": "yarn", "type": "yarn", "factor": 8.0, "rope_theta": 1e4, "original_max_position_embeddings": 512}),
+    "rope_scaling and rope_parameters disagree": llama(rope_theta=1e4, rope_scaling={"rope_type": "linear", "factor": 4.0}, rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}),
     "yarn without original": llama(rope_scaling={"rope_type": "yarn", "factor": 4.0}),
     "yarn factor null": {**llama(rope_scaling={"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 1024}), "max_position_embeddings": 8192},
     "llama3 without original": llama(max_position_embeddings=8192, rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
