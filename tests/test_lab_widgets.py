@@ -188,3 +188,13 @@ print("headless ok")
 
 def test_the_explorer_works_headless() -> None:
     run_headless(HEADLESS)
+
+
+def test_loss_explorer_first_shows_the_longest_length_up_to_four_times_the_training_length() -> None:
+    # 4 L = 256 with L = 64: past that most methods have failed and the picture says little more
+    first = LW.position_loss_explorer(lengths=(64, 128, 256, 512), selected=("nope",), n_windows=1)
+    assert first.values()["length"] == 256
+    assert (
+        LW.position_loss_explorer(lengths=(300, 400), selected=("nope",), n_windows=1).values()["length"]
+        == 300
+    )
