@@ -195,7 +195,11 @@ def _scalar_difference(
     a = 1e-6 if atol is None else atol
     r = 1e-5 if rtol is None else rtol
     err = abs(float(got) - expected)
-    if math.isnan(float(got)) or err > a + r * abs(expected):
+    if not math.isfinite(expected):  # inf matches only itself (its band would hold every value); NaN nothing
+        wrong = float(got) != expected
+    else:
+        wrong = math.isnan(float(got)) or err > a + r * abs(expected)
+    if wrong:
         return f"{what}: expected {_fmt(expected)}, got {_fmt(float(got))} (|error| {_fmt(err)}, tolerance {_fmt(a + r * abs(expected))})"
     return None
 
@@ -269,11 +273,13 @@ def _tol(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[fl
 def _mismatch(
     expected: torch.Tensor, got: torch.Tensor, atol: float | None, rtol: float | None
 ) -> torch.Tensor:
-    """Boolean tensor: True where ``got`` is outside the tolerance around ``expected`` (NaN never matches)."""
+    """Boolean tensor: True where ``got`` is outside the tolerance around ``expected`` (NaN never matches, an
+    infinity only itself)."""
     a, r = _tol(expected.dtype, atol, rtol)
     e, g = expected.double(), got.detach().double()
+    # an infinite expected value matches only itself: its band a + r * |e| would be infinite (any value inside)
     same_inf = torch.isinf(e) & (e == g)
-    close = (g - e).abs() <= a + r * e.abs()
+    close = torch.isfinite(e) & ((g - e).abs() <= a + r * e.abs())
     return ~(close | same_inf)
 
 
