@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from posref.grading import CheckFailed
-from posref.grading.report import Case, difference, first_difference
+from posref.grading.report import Case, difference, first_difference, same_values
 
 
 @pytest.mark.parametrize(
@@ -97,3 +97,9 @@ def test_a_tuple_of_the_wrong_length_fails_the_check_instead_of_breaking_the_gra
 
     with pytest.raises(CheckFailed, match="expected a tuple of 2 values"):
         check_rope_cos_sin(lambda p, f: (*rope_cos_sin(p, f), None))
+
+
+def test_an_input_holding_nan_is_not_seen_as_changed_when_it_is_not():
+    x = torch.tensor([1.0, float("nan")])
+    assert same_values(x, x.clone())
+    assert not same_values(x, torch.tensor([1.0, 0.0]))
