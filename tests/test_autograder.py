@@ -159,6 +159,10 @@ def nested():
     return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
 def huge():
     return 10**400
+def wide():
+    return [0.0] * (remote.MAX_ITEMS + 1)
+def meta():
+    return torch.empty(3, device="meta")
 def fine():
     import numpy
     return (torch.ones(2), 3, numpy.float64(0.5), "text", None, [True])
@@ -184,6 +188,8 @@ def bomb():
             ("sparse", "layout torch.sparse_coo"),
             ("nested", "nested tensor"),
             ("huge", "does not fit in 64 bits"),
+            ("wide", "more than 10000 items"),
+            ("meta", "meta device"),
         ]:
             with pytest.raises(StudentError, match=expected):
                 child.call(name, (), {})
@@ -193,8 +199,27 @@ def bomb():
             child.call("shout", (), {})
         message = str(raised.value)
         assert len(message) < MAX_TEXT + 100 and "\x1b" not in message and "\x07" not in message
+        assert message.endswith(" [...]")  # the reader is told the text was cut
         with pytest.raises(ChildFailed, match="compressed"):
             child.call("bomb", (), {})
+    finally:
+        child.close()
+
+
+def test_a_frame_announced_larger_than_max_frame_is_refused_before_it_is_read():
+    # the grader would otherwise wait for (and buffer) whatever length the child's header claims
+    code = FIND_PIPE + (
+        "import time\n"
+        "def giant():\n"
+        "    os.write(pipe_to_grader(), remote._HEADER.pack(remote.MAX_FRAME + 1))\n"
+        "    time.sleep(60)\n"
+    )
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ChildFailed, match=r"sent \d+ bytes \(more than"):
+            child.call("giant", (), {})
+        assert time.monotonic() - started < 10 and not child.alive
     finally:
         child.close()
 
@@ -225,6 +250,58 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
             child.call("lies", (x,), {})
     finally:
         child.close()
+
+
+def test_a_malformed_ready_message_from_the_last_cell_is_refused():
+    # a cell can write to the grader's pipe: a "ready" of its own must hold names and cell errors of the right types
+    fake = (
+        FIND_PIPE
+        + "os.write(pipe_to_grader(), remote._encode({'event': 'ready', 'names': [], 'errors': {0: 5}}))\n"
+    )
+    with pytest.raises(ChildFailed, match="malformed message"):
+        Child(PLAIN_PYTHON, [(0, fake)], python_path=[str(cli.REPO)])
+
+
+@needs_bwrap
+def test_the_sandbox_sets_every_limit_drops_root_and_mounts_the_code_read_only(tmp_path):
+    # the fork bomb, memory bomb and others of the demo course exercise these only in the slow tests
+    sandbox = Sandbox()
+    work = sandbox.scratch(None, tmp_path)
+    probe = """
+import os, resource, sys
+def limits():
+    names = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CORE")
+    got = [resource.getrlimit(getattr(resource, n))[0] for n in names]
+    got += [os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ("/tmp", "/dev/shm")] + [os.getuid()]
+    # read-only mounts, not just files the unprivileged uid cannot write (as another user it owns them)
+    return got + [bool(os.statvfs(p).f_flag & os.ST_RDONLY) for p in ("/usr", sys.prefix, "/opt/posref/posref",
+                                                                     "/opt/posref/data")]
+"""
+    command, cwd, path = sandbox.python_command(work)
+    child = Child(
+        command, [(0, probe)], env=sandbox.env(), cwd=cwd, python_path=path, preexec_fn=sandbox.set_limits
+    )
+    try:
+        got = child.call("limits", (), {})
+    finally:
+        child.close()
+    rlimits, (tmp, shm, uid), read_only = got[:5], got[5:8], got[8:]
+    lim = sandbox.limits
+    assert rlimits == [lim.cpu_seconds, lim.address_space, lim.processes, lim.file_size, 0]
+    assert tmp == shm == lim.tmp_size
+    assert uid != 0 if os.geteuid() == 0 else uid == os.getuid()
+    assert read_only == [True] * 4
+
+
+def test_the_scratch_folder_is_a_copy_of_the_submission_without_its_notebooks(tmp_path):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "01_order.ipynb").write_text("{}")
+    (submission / "notes.txt").write_text("mine")
+    work = Sandbox().scratch(submission, tmp_path / "scratch")
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+    (work / "notes.txt").write_text("changed")
+    assert (submission / "notes.txt").read_text() == "mine"
 
 
 def test_a_child_that_cannot_start_leaves_no_pipe_or_process_behind():
@@ -747,3 +824,94 @@ def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
         timeout=120,
     )
     assert listed.returncode == 0, listed.stderr[-2000:]
+
+
+def test_write_scores_leaves_a_notebook_that_could_not_be_graded_without_a_score(
+    tmp_path, monkeypatch, empty_gradebook
+):
+    from autograder.gradebook import write_scores
+    from autograder.record import CellResult, Record
+
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    with _gradebook(course, empty_gradebook) as gb:
+        gb.add_assignment("a")
+        gb.add_notebook("nb", "a")
+        gb.add_grade_cell("cell1", "nb", "a", max_score=2, cell_type="code")
+        gb.add_student("s")
+        gb.add_submission("a", "s")
+
+    def grade():
+        with _gradebook(course, empty_gradebook) as gb:
+            (g,) = gb.find_submission_notebook("nb", "a", "s").grades
+            return g.auto_score, g.needs_manual_grade
+
+    cells = [CellResult("cell1", 2.0, 0.0)]
+    write_scores("a", "s", "nb", Record("nb", "could not grade", "broken", cells), tmp_path / "none.ipynb")
+    assert grade() == (None, True)  # never a silent 0
+    cells = [CellResult("cell1", 2.0, 2.0)]
+    write_scores("a", "s", "nb", Record("nb", "graded", cells=cells), tmp_path / "none.ipynb")
+    assert grade() == (2.0, False)
+
+
+def test_a_cell_that_kills_the_child_is_left_out_and_the_rest_still_runs(tmp_path):
+    sandbox = Sandbox()
+    problems = []
+    program = [(0, "x = 1"), (1, "import os; os._exit(3)"), (2, "def f():\n    return float(x)")]
+    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), problems, timeout=30, budget=120)
+    try:
+        child = children.get()
+        assert "f" in child.names and RemoteFunction(child, "f")() == 1.0
+    finally:
+        children.close()
+    assert problems == ["cell 1 was left out: the grading process exited with code 3 while running cell 1"]
+
+
+def test_the_notebook_budget_bounds_the_answer_cells_too(tmp_path):
+    sandbox = Sandbox()
+    program = [(0, "while True:\n    pass")]
+    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), [], timeout=30, budget=4)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BudgetSpent):
+            children.get()
+    finally:
+        children.close()
+    assert time.monotonic() - started < 15
+
+
+def test_a_check_of_a_function_the_answer_cells_do_not_define_says_so(tmp_path):
+    sandbox = Sandbox()
+    children = _Children([(0, "x = 1")], sandbox, sandbox.scratch(None, tmp_path), [], timeout=30, budget=120)
+    try:
+        message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
+    finally:
+        children.close()
+    assert (
+        message == "sinusoidal_pe is not defined: the cell that defines it did not run or does not define it"
+    )
+
+
+def test_checks_run_hidden_and_speed_checks_against_a_reference_in_a_child_like_the_students(
+    tmp_path, monkeypatch
+):
+    # visible cases are public (a submission could hard-code them); a speed check timed against posref in the
+    # grader's own process would make the student's function pay the pipe on every call
+    import posref.grading as checkers
+
+    seen = {}
+    for name in ("check_sinusoidal_pe", "check_apply_rope_speed"):
+        monkeypatch.setattr(checkers, name, lambda fn, name=name, **kw: seen.setdefault(name, (fn, kw)))
+    sandbox = Sandbox()
+    program = [(0, "from posref import apply_rope, sinusoidal_pe")]
+    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), [], timeout=30, budget=120)
+    try:
+        assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == ""
+        assert seen["check_sinusoidal_pe"][1] == {"hidden": True, "device": "cpu"}
+        assert _run_check(children, "check_apply_rope_speed", "apply_rope") == ""
+        student, kwargs = seen["check_apply_rope_speed"]
+        reference = kwargs["reference"]
+        assert isinstance(reference, RemoteFunction) and reference.__name__ == "apply_rope"
+        assert student.child is children.student and reference.child is not children.student
+    finally:
+        children.close()

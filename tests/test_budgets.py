@@ -74,3 +74,10 @@ def test_speed_check_uses_the_budget_and_shape_of_its_device(monkeypatch):
         budgets, "APPLY_ROPE_CPU", Budget(max_ratio=1e6, shape=(1, 2, 8, 4), measured="generous")
     )
     assert check_apply_rope_speed(s.apply_rope_rotate_half, device="cpu") > 0
+
+
+def test_rule_rejects_a_ratio_of_zero_or_below():
+    with pytest.raises(ValueError, match="finite and positive"):
+        propose_budget([0.0], [50.0])
+    with pytest.raises(ValueError, match="finite and positive"):
+        propose_budget([1.0], [-3.0])

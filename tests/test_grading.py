@@ -348,3 +348,52 @@ def test_grading_mode_follows_the_environment(monkeypatch):
     assert grading.grading() and not grading.fast()
     monkeypatch.delenv("POSREF_GRADING")
     assert not grading.grading()
+
+
+def test_a_drawn_permutation_is_never_the_identity():
+    # an identity permutation would let a function that ignores perm (or never permutes) pass that case
+    for seed in range(40):
+        assert Draw(hidden=True, seed=seed).permutation(2).tolist() == [1, 0]
+
+
+def test_positions_that_are_ignored_fail_the_visible_cos_sin_check():
+    # the visible cases start positions past 0 (a KV-cache offset), so arange(T) in place of positions fails
+    def from_zero(positions, inv_freq):
+        return posref.rope_cos_sin(torch.arange(positions.shape[-1]).expand(positions.shape), inv_freq)
+
+    with pytest.raises(CheckFailed):
+        grading.check_rope_cos_sin(from_zero)
+
+
+def test_a_mistake_only_in_the_half_precision_path_fails_the_visible_check():
+    # the tolerance of a bfloat16 case is a few units in its last place, not enough for a wrong angle
+    def wrong_for_half(x, cos, sin, layout="half"):
+        if x.dtype == torch.float32:
+            return posref.apply_rope(x, cos, sin, layout=layout)
+        return posref.apply_rope(x, cos.roll(1, -2), sin.roll(1, -2), layout=layout)
+
+    with pytest.raises(CheckFailed, match="bfloat16"):
+        grading.check_apply_rope(wrong_for_half)
+
+
+def test_a_table_from_half_precision_frequencies_fails_the_visible_check():
+    # frequencies rounded to float16 put the angles off by ~1e-3 at position 49: far above float32 rounding
+    def half_frequencies(n, dim, base=10000.0):
+        i = torch.arange(dim // 2, dtype=torch.float64)
+        angles = torch.arange(n, dtype=torch.float64)[:, None] * (base ** (-2 * i / dim)).half().double()
+        return torch.stack((angles.sin(), angles.cos()), -1).flatten(-2).float()
+
+    with pytest.raises(CheckFailed, match="sinusoidal_pe differs"):
+        grading.check_sinusoidal_pe(half_frequencies)
+
+
+def test_a_shift_matrix_from_half_precision_frequencies_fails_the_visible_check():
+    def shift_matrix(k, dim, base=10000.0, *, half=True):
+        freq = base ** (-2 * torch.arange(dim // 2, dtype=torch.float64) / dim)
+        angle = k * (freq.half().double() if half else freq)
+        c, s = angle.cos(), angle.sin()
+        return torch.block_diag(*torch.stack((torch.stack((c, s), -1), torch.stack((-s, c), -1)), -2)).float()
+
+    grading.check_shift_matrix(lambda k, dim, base=10000.0: shift_matrix(k, dim, base, half=False))
+    with pytest.raises(CheckFailed, match="shift_matrix differs"):
+        grading.check_shift_matrix(shift_matrix)

@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from posref.grading import timing
 from posref.grading.timing import seconds_per_call, speed_ratio
 
 CPU = torch.device("cpu")
@@ -50,3 +51,29 @@ def test_what_the_student_does_to_its_inputs_never_reaches_the_references_inputs
     speed_ratio(vandal, reference, pool, device=CPU, rounds=3, min_round_s=0.0)
     assert seen and all(seen)
     assert all(torch.equal(args[0], torch.ones(4)) for args, _ in pool)
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_ratio_is_the_median_round_and_one_fast_round_neither_decides_nor_stops_early(monkeypatch):
+    # a clock that only the two functions move: the reference takes 1 s a call; the student 1 s a call in the
+    # first timed round (a lucky round) and 5 s in every other one
+    clock = _FakeClock()
+    monkeypatch.setattr(timing, "_clock", clock)
+    student_calls = []
+
+    def reference():
+        clock.now += 1.0
+
+    def student():
+        student_calls.append(None)
+        clock.now += 1.0 if len(student_calls) <= 2 * len(POOL) + len(POOL) else 5.0
+
+    ratio, ratios = speed_ratio(student, reference, POOL, device=CPU, give_up_above=3.0)
+    assert len(ratios) == 11 and ratios[0] == 1.0 and ratio == 5.0

@@ -1,0 +1,105 @@
+"""The comparison under every checker (``posref.grading.report``), on cases chosen so that each of its rules is
+what decides: a test here fails if that rule is dropped or loosened."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from posref.grading import CheckFailed
+from posref.grading.report import Case, difference, first_difference, same_values
+
+
+@pytest.mark.parametrize(
+    ("dtype", "passes", "fails"),
+    [
+        (torch.float64, 1e-8, 1e-5),
+        # float32: another order of operations passes; a float32 output computed in half precision does not
+        (torch.float32, 2e-6, 5e-4),
+        (torch.float16, 1e-3, 3e-2),
+        (torch.bfloat16, 8e-3, 2e-1),
+    ],
+)
+def test_default_tolerance_passes_rounding_and_fails_a_lower_precision(dtype, passes, fails):
+    expected = torch.linspace(0.5, 1.0, 16, dtype=torch.float64).to(dtype)
+    assert difference(expected, (expected.double() * (1 + passes)).to(dtype)) is None
+    assert difference(expected, (expected.double() * (1 + fails)).to(dtype)) is not None
+
+
+def test_a_nan_float_never_matches():
+    assert "got nan" in difference(1.0, float("nan"))
+    assert difference(0.0, float("nan")) is not None
+
+
+def test_a_bool_is_not_a_float_even_when_it_equals_one():
+    assert "expected a Python float, got bool" in difference(1.0, True)
+
+
+def test_a_tensor_on_another_device_is_named_as_such():
+    # on a machine without CUDA the meta device stands in for "not the inputs' device"
+    problem = difference(torch.zeros(3), torch.zeros(3, device="meta"))
+    assert problem is not None and "expected a tensor on cpu" in problem
+
+
+def test_infinities_match_only_infinities_of_the_same_sign():
+    expected = torch.tensor([float("-inf"), 1.0, float("inf")])
+    assert difference(expected, expected.clone()) is None
+    assert difference(expected, torch.tensor([float("inf"), 1.0, float("inf")])) is not None
+    assert difference(expected, torch.tensor([-1e30, 1.0, float("inf")])) is not None
+
+
+def test_a_hint_is_not_given_when_the_known_mistake_agrees_with_the_reference_on_that_case():
+    # the output has the wrong dtype (the right values): a "mistake" that equals the reference on this case
+    # explains the values too, but it is not what went wrong, so its hint would mislead
+    def reference(x):
+        return x * 2
+
+    with pytest.raises(CheckFailed) as failure:
+        first_difference(
+            "double",
+            lambda x: (x * 2).double(),
+            reference,
+            [Case((torch.ones(3),))],
+            mistakes={"misleading hint": lambda x: x + x},
+        )
+    assert "expected dtype torch.float32" in str(failure.value)
+    assert "misleading hint" not in str(failure.value)
+
+
+def test_integer_outputs_must_be_integers():
+    expected = torch.tensor([0, 3, 7])
+    assert "expected integer values" in difference(expected, expected.float())
+
+
+def test_complex_outputs_are_refused_even_when_the_real_part_is_right():
+    expected = torch.tensor([1.0, 2.0])
+    assert "expected real values" in difference(expected, expected.to(torch.complex64), match_dtype=False)
+
+
+def test_a_one_element_tensor_for_a_float_is_told_to_use_item():
+    assert "tensor.item()" in difference(0.5, torch.tensor(0.5))
+
+
+def test_default_float_tolerance_is_about_float32_rounding():
+    assert difference(1.0, 1.0 + 1e-7) is None
+    assert difference(1.0, 1.0 + 1e-4) is not None
+
+
+def test_an_infinite_float_matches_only_itself():
+    assert difference(float("inf"), float("inf")) is None
+    assert difference(float("inf"), 1e300) is not None and difference(float("inf"), float("-inf")) is not None
+    assert difference(float("-inf"), float("nan")) is not None
+
+
+def test_a_tuple_of_the_wrong_length_fails_the_check_instead_of_breaking_the_grader():
+    from posref import rope_cos_sin
+    from posref.grading import check_rope_cos_sin
+
+    with pytest.raises(CheckFailed, match="expected a tuple of 2 values"):
+        check_rope_cos_sin(lambda p, f: (*rope_cos_sin(p, f), None))
+
+
+def test_an_input_holding_nan_is_not_seen_as_changed_when_it_is_not():
+    x = torch.tensor([1.0, float("nan")])
+    assert same_values(x, x.clone())
+    assert not same_values(x, torch.tensor([1.0, 0.0]))
