@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,18 @@ def test_answer_cells_are_matched_by_grade_id_and_broken_metadata_is_ignored():
 
 # A child without the sandbox (quick to start): what these tests need is the protocol, not the isolation.
 PLAIN_PYTHON = [sys.executable, "-I"]
+
+
+@contextmanager
+def plain_child(code: str, **options):
+    """A child without the sandbox, running ``code`` as its one answer cell; closed afterwards."""
+    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], **options)
+    try:
+        yield child
+    finally:
+        child.close()
+
+
 FIND_PIPE = """
 import fcntl, os
 import posref.grading.remote as remote
@@ -180,8 +193,7 @@ def bomb():
     import time; time.sleep(60)
 """
     )
-    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
-    try:
+    with plain_child(code, call_timeout=30) as child:
         started = time.monotonic()
         for name, expected in [
             ("shared", "more than 10000 items"),
@@ -202,8 +214,6 @@ def bomb():
         assert message.endswith(" [...]")  # the reader is told the text was cut
         with pytest.raises(ChildFailed, match="compressed"):
             child.call("bomb", (), {})
-    finally:
-        child.close()
 
 
 def test_a_frame_announced_larger_than_max_frame_is_refused_before_it_is_read():
@@ -214,14 +224,11 @@ def test_a_frame_announced_larger_than_max_frame_is_refused_before_it_is_read():
         "    os.write(pipe_to_grader(), remote._HEADER.pack(remote.MAX_FRAME + 1))\n"
         "    time.sleep(60)\n"
     )
-    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
-    try:
+    with plain_child(code, call_timeout=30) as child:
         started = time.monotonic()
         with pytest.raises(ChildFailed, match=r"sent \d+ bytes \(more than"):
             child.call("giant", (), {})
         assert time.monotonic() - started < 10 and not child.alive
-    finally:
-        child.close()
 
 
 def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the_child():
@@ -238,8 +245,7 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
         "def lies(x):\n"
         "    os.write(pipe_to_grader(), remote._encode({'ok': 1.0, 'changed': {7: torch.ones(1)}}))\n"
     )
-    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=30)
-    try:
+    with plain_child(code, call_timeout=30) as child:
         with pytest.raises(grading.CheckFailed, match="the output is right, but the call changed argument 1"):
             grading.check_apply_rope(RemoteFunction(child, "apply_rope"), hidden=True, device="cpu")
         x = torch.zeros(3)
@@ -248,8 +254,6 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
         assert raised.value.reported_as.startswith("changed") and torch.equal(x, torch.zeros(3))
         with pytest.raises(StudentError, match="arguments the grader never sent"):
             child.call("lies", (x,), {})
-    finally:
-        child.close()
 
 
 def test_a_malformed_ready_message_from_the_last_cell_is_refused():
@@ -352,16 +356,13 @@ def test_the_notebook_budget_bounds_all_calls_together(tmp_path):
     """Each call of a function that sleeps 1 s is within its timeout (10 s), but a notebook's calls share one
     budget: 33 cases of such a function used to take 33 s per check (and 60 s a case at the default timeout)."""
     code = "import time\ndef slow():\n    time.sleep(1)\n    return 1.0\n"
-    child = Child(PLAIN_PYTHON, [(0, code)], python_path=[str(cli.REPO)], call_timeout=10)
-    child.deadline = time.monotonic() + 2.5
-    try:
+    with plain_child(code, call_timeout=10) as child:
+        child.deadline = time.monotonic() + 2.5
         started = time.monotonic()
         with pytest.raises(BudgetSpent):
             for _ in range(10):
                 assert child.call("slow", (), {}) == 1.0
         assert time.monotonic() - started < 3.5
-    finally:
-        child.close()
     children = _Children([], Sandbox(), tmp_path, [], timeout=10, budget=0)
     assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == (
         "not checked: the time for grading this notebook (0 s) ran out"
@@ -826,6 +827,7 @@ def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
     assert listed.returncode == 0, listed.stderr[-2000:]
 
 
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own session bookkeeping
 def test_write_scores_leaves_a_notebook_that_could_not_be_graded_without_a_score(
     tmp_path, monkeypatch, empty_gradebook
 ):
