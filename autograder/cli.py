@@ -30,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
-# seconds for grading one notebook of one student, answer cells and checks together (record.NOTEBOOK_BUDGET)
+# seconds for grading one notebook of one student, answer cells and checks together (record.grade_notebook)
 NOTEBOOK_TIMEOUT = 600.0
 # nbgrader runs `alembic` from PATH: make the environment's own scripts findable
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])

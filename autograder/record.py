@@ -22,11 +22,11 @@ from pathlib import Path
 import nbformat
 
 import posref.grading as checkers
+from autograder.cli import NOTEBOOK_TIMEOUT
 from autograder.sandbox import Sandbox
 from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
 
 MAX_RESTARTS = 6
-NOTEBOOK_BUDGET = 600.0  # seconds for grading one notebook, answer cells and checks together
 
 
 @dataclass
@@ -173,7 +173,7 @@ def grade_notebook(
     sandbox: Sandbox,
     scratch_base: Path,
     timeout: float = 60.0,
-    budget: float = NOTEBOOK_BUDGET,
+    budget: float = NOTEBOOK_TIMEOUT,
 ) -> Record:
     """The score of record of one submitted notebook (see the module docstring). ``timeout``: seconds for each
     answer cell and each call of a student's function; ``budget``: seconds for the whole notebook."""
