@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from posref._checks import check_float, check_same_device, check_tensor
+from posref._checks import broadcasts_to, check_float, check_same_device, check_tensor
 
 
 def causal_mask(q_len: int, k_len: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -66,11 +66,9 @@ def attention_scores(
             )
         if bias.ndim >= 3 and bias.shape[-3] not in (1, scores.shape[-3]):
             raise ValueError(f"bias has {bias.shape[-3]} heads but q has {scores.shape[-3]}")
-        try:
-            fits = torch.broadcast_shapes(bias.shape, scores.shape) == scores.shape
-        except RuntimeError:
-            fits = False
-        if not fits:  # e.g. a (4, H, Tq, Tk) bias would silently turn one sequence into four
+        if not broadcasts_to(
+            bias.shape, scores.shape
+        ):  # a (4, H, Tq, Tk) bias would turn one sequence into four
             raise ValueError(
                 f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
             )

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from posref._checks import (
+    broadcasts_to,
     check_choice,
     check_even,
     check_float,
@@ -93,11 +94,9 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
             f"cos/sin of shape {tuple(cos.shape)} are ambiguous for x of shape {tuple(x.shape)}: pass (seq, pairs) "
             f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
         )
-    try:
-        fits = torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1]) == x.shape[:-1]
-    except RuntimeError:
-        fits = False
-    if not fits:  # a larger cos (more sequences than x) would broadcast x up, not fit into x's shape
+    if not broadcasts_to(
+        cos.shape[:-1], x.shape[:-1]
+    ):  # a larger cos (more sequences) would enlarge x's shape
         raise ValueError(
             f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}: each leading "
             f"dim of cos/sin must be 1 or equal to x's"
