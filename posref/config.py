@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from posref._checks import check_positive_int
 from posref.rope import LAYOUTS
 from posref.scaling import SCALING_METHODS, rope_frequencies, rotary_dim, yarn_mscale
 
@@ -158,10 +159,7 @@ def _head_dim(config: Mapping[str, Any], model_type: str | None, notes: list[str
             f"(nor n_embd / n_head); keys present: {sorted(config)}"
         )
     for name, value in (("hidden_size", hidden), ("num_attention_heads", heads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(
-                f"the config's {name} must be a positive int (it sizes the heads), got {value!r}"
-            )
+        check_positive_int(f"the config's {name}", value)
     return hidden // heads
 
 
