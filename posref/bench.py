@@ -32,7 +32,8 @@ from pathlib import Path
 import torch
 
 from posref.grading.timing import synchronize
-from posref.rope import apply_rope, apply_rope_qk, fused_backends, rope_cos_sin
+from posref.kernels import fused_backends
+from posref.rope import apply_rope, apply_rope_qk, rope_cos_sin
 from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
@@ -162,7 +163,7 @@ def bench_bandwidth(shape: tuple[int, ...], *, device: torch.device, dtype: torc
 
 
 def triton_configs(heads: int) -> dict[str, dict[str, int]]:
-    """Tuning knobs of ``posref.rope_triton.apply_rope_triton`` to time against its defaults, by label."""
+    """Tuning knobs of ``posref.kernels.rope_triton.apply_rope_triton`` to time against its defaults, by label."""
     configs: dict[str, dict[str, int]] = {"default": {}}
     for heads_per_program in sorted({1, min(4, heads), heads}):
         if heads % heads_per_program == 0:
@@ -180,9 +181,9 @@ def bench_triton_tuning(
 ) -> dict:
     """The Triton RoPE kernel (q and k) with each of ``triton_configs``: fraction of a device copy's bandwidth.
 
-    What the defaults of ``posref.rope_triton`` should be is read off this table (the best config is named).
+    What the defaults of ``posref.kernels.rope_triton`` should be is read off this table (the best config is named).
     """
-    from posref.rope_triton import apply_rope_triton
+    from posref.kernels.rope_triton import apply_rope_triton
 
     q, k, cos, sin = rope_inputs(shape, device=device, dtype=dtype)
     contenders: dict[str, Callable[[], object]] = {"copy": lambda: (q.clone(), k.clone())}
@@ -219,7 +220,7 @@ def bench_biased_attention(
     Two diagnostics beside them: FlexAttention with no bias (what the score_mod itself costs is the difference)
     and, up to 4096 tokens, SDPA given the materialised ``(H, T, T)`` ALiBi bias (what FlexAttention saves).
     """
-    from posref.flex import alibi_score_mod, flex_biased_attention, t5_score_mod
+    from posref.kernels.flex import alibi_score_mod, flex_biased_attention, t5_score_mod
     from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 
     g = torch.Generator(device=device).manual_seed(0)

@@ -18,15 +18,13 @@ Shapes: ``...`` leading dims (batch, heads), ``T`` sequence, ``D`` head dim, ``r
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
+from posref import kernels
 from posref._checks import (
     broadcasts_to,
     check_choice,
@@ -121,89 +119,34 @@ def apply_rope(
             dim of 1 instead of ``T`` is one position shared by every token.
         layout: ``"half"`` pairs ``(i, i + r)``; ``"interleaved"`` pairs ``(2i, 2i + 1)``.
         fused: run one fused pass instead of the readable eager kernels: ``"triton"`` (a hand-written kernel,
-            CUDA only; ``posref.rope_triton``), ``"compile"`` (``torch.compile``; ``posref.rope_fused``), ``True``
-            (the best of those for ``x``'s device), ``False`` (eager). ``None`` (default): on CUDA the Triton
-            kernel when Triton is installed, else ``torch.compile``; eager elsewhere (compiling costs seconds).
+            CUDA only; ``posref.kernels.rope_triton``), ``"compile"`` (``torch.compile``;
+            ``posref.kernels.rope_compiled``), ``True`` (the best of those for ``x``'s device), ``False`` (eager).
+            ``None`` (default): on CUDA the Triton kernel when Triton is installed and takes ``x.dtype``, else
+            ``torch.compile``; eager elsewhere (compiling costs seconds). ``posref.kernels.choose`` has the rule.
     Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
     rounded once.
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
-    backend = _rope_backend(x, cos, sin, fused)
+    backend = kernels.choose(x, cos, sin, fused)
     if backend == "triton":
-        out = _run_triton(
-            lambda m: m.apply_rope_triton(x, cos, sin, layout=layout), x, named=fused == "triton"
+        from posref.kernels import rope_triton  # imports Triton: only when its kernel runs
+
+        out = kernels.run_triton(
+            lambda: rope_triton.apply_rope_triton(x, cos, sin, layout=layout), x, named=fused == "triton"
         )
         if out is not None:
             return out
         backend = "compile"
     if backend == "compile":
-        from posref.rope_fused import apply_rope_fused
+        from posref.kernels import rope_compiled  # imports torch's compiler: only when it runs
 
-        return apply_rope_fused(x, cos, sin, layout=layout)
+        return rope_compiled.apply_rope_compiled(x, cos, sin, layout=layout)
     compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     cos, sin = cos.to(compute), sin.to(compute)
     if layout == "interleaved":
         return _apply_interleaved(x, cos, sin, r, compute)
     return _apply_half(x, cos, sin, r, compute)
-
-
-FUSED_BACKENDS = ("triton", "compile")
-TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-_TRITON_FAILED: set[tuple[str, torch.dtype]] = set()
-
-
-@functools.cache
-def _triton_installed() -> bool:
-    return importlib.util.find_spec("triton") is not None
-
-
-def fused_backends(device: torch.device | str) -> tuple[str, ...]:
-    """The values of ``apply_rope``'s ``fused`` that can run on ``device``'s type: on CUDA ``"triton"`` (when
-    Triton is installed) and ``"compile"``; elsewhere ``"compile"``."""
-    if torch.device(device).type == "cuda" and _triton_installed():
-        return FUSED_BACKENDS
-    return ("compile",)
-
-
-def _rope_backend(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: bool | str | None) -> str:
-    """``"eager"``, ``"triton"`` or ``"compile"`` for these inputs and the ``fused`` argument of ``apply_rope``."""
-    if isinstance(fused, str):
-        check_choice("fused", fused, FUSED_BACKENDS)
-        return fused
-    if fused is not None and not isinstance(fused, bool):
-        raise TypeError(f"fused must be None, a bool or one of {FUSED_BACKENDS}, got {fused!r}")
-    if fused is False or (fused is None and not x.is_cuda):
-        return "eager"
-    if not x.is_cuda:
-        return "compile"
-    triton_ok = (
-        "triton" in fused_backends(x.device)
-        and x.dtype in TRITON_DTYPES
-        and not (torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad))
-        and (x.device.type, x.dtype) not in _TRITON_FAILED
-    )
-    return "triton" if triton_ok else "compile"
-
-
-def _run_triton(call: Callable[[Any], Any], x: torch.Tensor, *, named: bool) -> Any:
-    """``call(posref.rope_triton)``; when Triton was chosen automatically (not ``named``), a failure warns, marks
-    Triton as failed for ``x``'s device type and dtype, and returns None (the caller then uses torch.compile)."""
-    from posref import rope_triton
-
-    if named:
-        return call(rope_triton)
-    try:
-        return call(rope_triton)
-    except Exception as error:  # a Triton/driver mismatch must cost speed, not the student's notebook
-        _TRITON_FAILED.add((x.device.type, x.dtype))
-        warnings.warn(
-            f"posref's Triton RoPE kernel failed ({type(error).__name__}: {error}); using torch.compile "
-            f"for {x.dtype} from now on",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
 
 
 def apply_rope_qk(
@@ -225,13 +168,18 @@ def apply_rope_qk(
         and q.ndim == k.ndim >= 3
         and q.shape[:-3] == k.shape[:-3]
         and q.shape[-2:] == k.shape[-2:]
-        and {_rope_backend(q, cos, sin, fused), _rope_backend(k, cos, sin, fused)} == {"triton"}
+        and {kernels.choose(q, cos, sin, fused), kernels.choose(k, cos, sin, fused)} == {"triton"}
     )
     if one_launch:  # validated here; otherwise each apply_rope call validates its own tensor (once)
         check_choice("layout", layout, LAYOUTS)
-        _check_rope_inputs(q, cos, sin), _check_rope_inputs(k, cos, sin)
-        out = _run_triton(
-            lambda m: m.apply_rope_qk_triton(q, k, cos, sin, layout=layout), q, named=fused == "triton"
+        _check_rope_inputs(q, cos, sin)
+        _check_rope_inputs(k, cos, sin)
+        from posref.kernels import rope_triton
+
+        out = kernels.run_triton(
+            lambda: rope_triton.apply_rope_qk_triton(q, k, cos, sin, layout=layout),
+            q,
+            named=fused == "triton",
         )
         if out is not None:
             return out

@@ -47,27 +47,28 @@ def device(request: pytest.FixtureRequest) -> str:
 
 @contextmanager
 def fresh_rope_triton(*, interpret: bool) -> Iterator[ModuleType]:
-    """``posref.rope_triton`` imported afresh: kernels run by Triton's interpreter (on CPU tensors) when
+    """``posref.kernels.rope_triton`` imported afresh: kernels run by Triton's interpreter (on CPU tensors) when
     ``interpret``, compiled otherwise. Triton reads ``TRITON_INTERPRET`` when a kernel is decorated, i.e. at
     import; afterwards the module is forgotten and whatever was imported before is put back, so no other test
     meets an interpreted kernel."""
-    import posref
+    import posref.kernels
 
-    saved = sys.modules.pop("posref.rope_triton", None), posref.__dict__.pop("rope_triton", None)
+    package = posref.kernels.__dict__
+    saved = sys.modules.pop("posref.kernels.rope_triton", None), package.pop("rope_triton", None)
     saved_env = os.environ.get("TRITON_INTERPRET")
     try:
         if interpret:
             os.environ["TRITON_INTERPRET"] = "1"
         else:
             os.environ.pop("TRITON_INTERPRET", None)
-        module = importlib.import_module("posref.rope_triton")
+        module = importlib.import_module("posref.kernels.rope_triton")
         yield module
     finally:
         if saved_env is None:
             os.environ.pop("TRITON_INTERPRET", None)
         else:
             os.environ["TRITON_INTERPRET"] = saved_env
-        sys.modules.pop("posref.rope_triton", None)
-        posref.__dict__.pop("rope_triton", None)
+        sys.modules.pop("posref.kernels.rope_triton", None)
+        package.pop("rope_triton", None)
         if saved[0] is not None:
-            sys.modules["posref.rope_triton"], posref.rope_triton = saved
+            sys.modules["posref.kernels.rope_triton"], package["rope_triton"] = saved

@@ -18,7 +18,8 @@ from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
 from posref.grading.rope import apply_rope_speed_pool, apply_rope_speed_ratio
 from posref.grading.timing import seconds_per_call
-from posref.rope import apply_rope, fused_backends
+from posref.kernels import fused_backends
+from posref.rope import apply_rope
 
 KINDS = ("sane", "slow")
 DEFAULT = "default, as checked"

@@ -3,7 +3,7 @@ import torch
 from conftest import assert_close
 
 from posref import T5RelativeBias, alibi_bias, alibi_slopes, scaled_dot_product_attention
-from posref.flex import alibi_score_mod, flex_biased_attention, t5_score_mod
+from posref.kernels.flex import alibi_score_mod, flex_biased_attention, t5_score_mod
 
 
 @pytest.mark.parametrize("q_len,k_len,causal", [(32, 32, True), (32, 32, False), (8, 40, True)])

@@ -13,7 +13,7 @@ tables, so the kernel is bound by memory bandwidth (measured against a device co
 * ``apply_rope_qk_triton`` rotates queries and keys in one launch (the first programs take q, the rest k).
 
 The backward of a rotation by ``theta`` is the rotation by ``-theta``: the same kernel with ``sin`` negated.
-Inputs are validated by ``posref.rope.apply_rope`` before they reach here. With ``TRITON_INTERPRET=1`` set
+Inputs are validated by ``posref.apply_rope`` before they reach here. With ``TRITON_INTERPRET=1`` set
 before this module is imported, Triton's interpreter runs the kernel on CPU tensors (how CI tests it).
 """
 
@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from posref.rope import TRITON_DTYPES as DTYPES
+from posref.kernels import TRITON_DTYPES
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -257,8 +257,10 @@ def _check(
     num_warps: int,
 ) -> dict[str, int | None]:
     for x in xs:
-        if x.dtype not in DTYPES:
-            raise TypeError(f"the Triton RoPE kernel takes x in {[str(d) for d in DTYPES]}, got {x.dtype}")
+        if x.dtype not in TRITON_DTYPES:
+            raise TypeError(
+                f"the Triton RoPE kernel takes x in {[str(d) for d in TRITON_DTYPES]}, got {x.dtype}"
+            )
         if not (x.is_cuda or INTERPRETED):
             raise ValueError(
                 f"the Triton RoPE kernel needs CUDA tensors, x is on {x.device} "

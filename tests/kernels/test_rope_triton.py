@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import DEVICES, assert_close, fresh_rope_triton
 
-import posref.rope
+import posref.kernels
 from posref import RotaryEmbedding, apply_rope, apply_rope_qk, rope_cos_sin, rope_frequencies
 
 pytest.importorskip("triton", reason="Triton is not installed (it comes with CUDA builds of torch)")
@@ -22,7 +22,7 @@ TOL = {torch.float32: 1e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}  # one 
 
 @pytest.fixture(params=DEVICES)
 def kernel(request: pytest.FixtureRequest):
-    """``(device, posref.rope_triton)``: the real kernel on CUDA, Triton's interpreter on CPU."""
+    """``(device, posref.kernels.rope_triton)``: the real kernel on CUDA, Triton's interpreter on CPU."""
     with fresh_rope_triton(interpret=request.param == "cpu") as module:
         yield request.param, module
 
@@ -119,7 +119,7 @@ def test_needs_cuda_outside_the_interpreter():
 def test_apply_rope_dispatch():
     x = torch.randn(5, 8)
     cos, sin = _tables(8, torch.arange(5))
-    choose = posref.rope._rope_backend
+    choose = posref.kernels.choose
     assert choose(x, cos, sin, None) == "eager"  # CPU default: no compilation, no Triton
     assert choose(x, cos, sin, False) == "eager"
     assert choose(x, cos, sin, True) == "compile"  # Triton kernels need CUDA
@@ -132,8 +132,8 @@ def test_apply_rope_dispatch():
 
 def test_a_failing_kernel_falls_back_with_a_warning(monkeypatch):
     """On CUDA the automatic choice must survive a Triton/driver mismatch: warn once, then torch.compile."""
-    import posref.rope_fused
-    import posref.rope_triton
+    import posref.kernels.rope_compiled
+    import posref.kernels.rope_triton
 
     def broken(*args, **kwargs):
         raise RuntimeError("PTX version mismatch")
@@ -141,15 +141,17 @@ def test_a_failing_kernel_falls_back_with_a_warning(monkeypatch):
     x = torch.randn(5, 8)
     cos, sin = _tables(8, torch.arange(5))
     compiled_calls = []
-    monkeypatch.setattr(posref.rope, "_rope_backend", lambda *args: "triton")
-    monkeypatch.setattr(posref.rope, "_TRITON_FAILED", set())
-    monkeypatch.setattr(posref.rope_triton, "apply_rope_triton", broken)
+    monkeypatch.setattr(posref.kernels, "choose", lambda *args: "triton")
+    monkeypatch.setattr(posref.kernels, "_TRITON_FAILED", set())
+    monkeypatch.setattr(posref.kernels.rope_triton, "apply_rope_triton", broken)
     monkeypatch.setattr(
-        posref.rope_fused, "apply_rope_fused", lambda *a, **k: compiled_calls.append(1) or "compiled"
+        posref.kernels.rope_compiled,
+        "apply_rope_compiled",
+        lambda *a, **k: compiled_calls.append(1) or "compiled",
     )
     with pytest.warns(RuntimeWarning, match="Triton RoPE kernel failed .*PTX version mismatch"):
         assert apply_rope(x, cos, sin) == "compiled"
-    assert posref.rope._TRITON_FAILED == {("cpu", torch.float32)} and compiled_calls == [1]
+    assert posref.kernels._TRITON_FAILED == {("cpu", torch.float32)} and compiled_calls == [1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(RuntimeError, match="PTX"):  # asked for by name: the error is not hidden

@@ -1,11 +1,11 @@
-"""One-pass RoPE through ``torch.compile``: the same arithmetic as ``posref.rope.apply_rope``, fused.
+"""One-pass RoPE through ``torch.compile``: the same arithmetic as ``posref.apply_rope``, fused.
 
 The eager path runs several kernels (a multiply and an accumulate per half), each a pass over memory. Compiled,
 the rotation is one loop that reads ``x`` once and writes the output once, so it approaches the cost of a copy
 (measured by ``python -m posref.bench``). Inputs are validated by ``apply_rope`` before they reach here.
 
 ``apply_rope(..., fused="compile")`` selects it; on CUDA the default is the hand-written Triton kernel of
-``posref.rope_triton``, with this compiled version as the fallback (no Triton, float64, or gradients for cos/sin).
+``posref.kernels.rope_triton``, with this compiled version as the fallback (no Triton, float64, or gradients for cos/sin).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _compiled(layout: str):
     return torch.compile(_half if layout == "half" else _interleaved, dynamic=None)
 
 
-def apply_rope_fused(
+def apply_rope_compiled(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
 ) -> torch.Tensor:
     """Compiled ``apply_rope``: ``x`` ``(..., T, D)``, ``cos``/``sin`` ``(T, r)`` or broadcastable -> ``(..., T, D)``."""
