@@ -3,7 +3,6 @@
 The public names below are what notebooks, tests and graders call; see each module for the paper it follows.
 """
 
-# The training loop is not re-exported: `posref.train` stays the module (`from posref.train import train`).
 from posref.absolute import (
     LearnedPositionalEmbedding,
     sinusoidal_frequencies,
@@ -18,25 +17,32 @@ from posref.attention import (
     permute_sequence,
     scaled_dot_product_attention,
 )
-from posref.checkpoints import checkpoint_info, load_checkpoint
 from posref.config import RopeConfig, rope_from_config
-from posref.evaluate import evaluate_lengths, per_position_accuracy, per_position_loss
 from posref.inspector import format_inspection, inspect_rope
+from posref.lab import (
+    POSITION_METHODS,
+    CharVocab,
+    NoPE,
+    PositionHandler,
+    TinyDecoder,
+    associative_recall_batch,
+    build_model,
+    checkpoint_info,
+    copy_batch,
+    evaluate_lengths,
+    lm_batch,
+    lm_eval_batches,
+    load_char_corpus,
+    load_checkpoint,
+    make_position_handler,
+    per_position_accuracy,
+    per_position_loss,
+)
 from posref.longrope_search import longrope_search, seed_factors
-from posref.model import TinyDecoder, build_model
-from posref.positions import POSITION_METHODS, NoPE, PositionHandler, make_position_handler
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, apply_rope_qk, layout_permutation, rope_cos_sin
 from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import SCALING_METHODS, dynamic_ntk_alpha, ntk_base, rope_frequencies, yarn_mscale
-from posref.tasks import (
-    CharVocab,
-    associative_recall_batch,
-    copy_batch,
-    lm_batch,
-    lm_eval_batches,
-    load_char_corpus,
-)
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from posref.checkpoints import add_train_checkpoints
+from posref.lab.checkpoints import add_train_checkpoints
 
 
 def _run_inspect(args: argparse.Namespace) -> int:

@@ -6,12 +6,12 @@ number per length hides *where* a model breaks, the curve of loss against positi
 explorers never do):
 
 * ``LossCurves``: the ``(T,)`` per-position validation loss of named models (by default the six shipped
-  checkpoints of ``posref.checkpoints``), computed with ``posref.evaluate.evaluate_lengths`` on the first request
+  checkpoints of ``posref.lab.checkpoints``), computed with ``posref.lab.evaluate.evaluate_lengths`` on the first request
   and cached per ``(model, length)``; the shipped JSON records hold whole-window losses only, not curves;
 * ``position_loss_figure`` (plain curves -> ``Figure``) and ``position_loss_explorer`` (an ``Explorer`` with a
   model list, a length menu and a smoothing slider).
 
-Loss is cross-entropy in nats per character on fixed validation windows (``posref.tasks.lm_eval_batches``).
+Loss is cross-entropy in nats per character on fixed validation windows (``posref.lab.tasks.lm_eval_batches``).
 Papers: ALiBi's "train short, test long" (Press et al. 2021, arXiv 2108.12409) and NoPE's length
 generalisation study (Kazemnejad et al. 2023, arXiv 2305.19466).
 """
@@ -28,9 +28,9 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from posref._checks import check_positive_int
-from posref.checkpoints import CHECKPOINT_METHODS, EVAL_LENGTHS, TRAIN_LEN, load_checkpoint
-from posref.evaluate import evaluate_lengths
-from posref.tasks import load_char_corpus
+from posref.lab.checkpoints import CHECKPOINT_METHODS, EVAL_LENGTHS, TRAIN_LEN, load_checkpoint
+from posref.lab.evaluate import evaluate_lengths
+from posref.lab.tasks import load_char_corpus
 from posref.widgets import _DPI, Explorer
 
 __all__ = ["LossCurves", "moving_average", "position_loss_explorer", "position_loss_figure"]
@@ -58,7 +58,7 @@ class LossCurves:
     """Per-position validation loss of named models at any length, computed once per ``(name, length)``.
 
     ``models`` maps a name to a model, or to a function ``length -> model``; None means the six shipped
-    checkpoints (``posref.checkpoints.CHECKPOINT_METHODS``), loaded on first use onto ``device`` (default CPU).
+    checkpoints (``posref.lab.checkpoints.CHECKPOINT_METHODS``), loaded on first use onto ``device`` (default CPU).
     ``curve(name, T)`` -> ``(T,)`` float32 on the CPU: the mean over ``n_windows`` validation windows of ``T``
     characters (seeded by ``seed``; the same windows for every model) of the loss at each position. A model that
     cannot run at ``T`` (the learned table past its rows) raises ``IndexError`` there; ``curves`` turns that into

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from posref.checkpoints import (
+from posref.lab.checkpoints import (
     CHECKPOINT_DIR,
     CHECKPOINT_METHODS,
     EVAL_LENGTHS,
@@ -14,9 +14,9 @@ from posref.checkpoints import (
     main,
     save_checkpoint,
 )
-from posref.evaluate import evaluate_lengths
-from posref.model import build_model
-from posref.tasks import load_char_corpus
+from posref.lab.evaluate import evaluate_lengths
+from posref.lab.model import build_model
+from posref.lab.tasks import load_char_corpus
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 
@@ -87,8 +87,8 @@ def test_the_recorded_evaluation_is_of_the_float16_weights_saved(tmp_path, monke
     # the record must be reproducible from the file, so train_checkpoint evaluates the reloaded float16-rounded
     # weights, not the float32 weights still in memory (after a few steps the two differ below the record's
     # 4-decimal rounding, so look at the model that is evaluated)
-    import posref.checkpoints as checkpoints
-    from posref.train import TrainConfig
+    import posref.lab.checkpoints as checkpoints
+    from posref.lab.train import TrainConfig
 
     evaluated = []
 

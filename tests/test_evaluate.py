@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from posref.evaluate import evaluate_lengths, per_position_accuracy, per_position_loss
-from posref.tasks import copy_batch, lm_eval_batches
+from posref.lab.evaluate import evaluate_lengths, per_position_accuracy, per_position_loss
+from posref.lab.tasks import copy_batch, lm_eval_batches
 
 V = 10
 

@@ -342,14 +342,6 @@ def test_frequency_checkers_name_the_classic_mistakes(rope_type, wrong, hint):
     assert hint in str(failure.value).split("hint: ")[-1]
 
 
-def test_grading_mode_follows_the_environment(monkeypatch):
-    monkeypatch.setenv("POSREF_GRADING", "1")
-    monkeypatch.setenv("POSREF_FAST", "0")
-    assert grading.grading() and not grading.fast()
-    monkeypatch.delenv("POSREF_GRADING")
-    assert not grading.grading()
-
-
 def test_a_drawn_permutation_is_never_the_identity():
     # an identity permutation would let a function that ignores perm (or never permutes) pass that case
     for seed in range(40):

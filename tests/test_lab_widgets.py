@@ -15,8 +15,8 @@ from test_widgets import assert_pixels_differ, by_gid, run_headless, shown_png
 from torch import nn
 
 from posref import lab_widgets as LW
-from posref.checkpoints import checkpoint_info, load_checkpoint
-from posref.tasks import lm_eval_batches, load_char_corpus
+from posref.lab.checkpoints import checkpoint_info, load_checkpoint
+from posref.lab.tasks import lm_eval_batches, load_char_corpus
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 

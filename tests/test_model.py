@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posref import SCALING_METHODS, scaled_dot_product_attention
-from posref.model import TinyDecoder, build_model, causal_attention
+from posref.lab.model import TinyDecoder, build_model, causal_attention
 
 VOCAB = 11
 METHODS = ["learned", "sinusoidal", "alibi", "t5", "rope", "nope"]

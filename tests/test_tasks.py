@@ -5,7 +5,7 @@ import gzip
 import pytest
 import torch
 
-from posref.tasks import (
+from posref.lab.tasks import (
     DATA_DIR,
     IGNORE_INDEX,
     CharVocab,

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from posref.model import build_model
-from posref.tasks import associative_recall_batch, lm_batch
-from posref.train import TrainConfig, lm_loss, lr_at, make_optimizer, train
+from posref.lab.model import build_model
+from posref.lab.tasks import associative_recall_batch, lm_batch
+from posref.lab.train import TrainConfig, lm_loss, lr_at, make_optimizer, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 

@@ -18,7 +18,6 @@ This package imports the posref core only (never widgets, notebooks or training)
 from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.lab import check_causal_mean, check_per_position_loss
-from posref.grading.mode import fast, grading
 from posref.grading.order import Probe, check_attention, check_equivariance_error
 from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
 from posref.grading.report import Case, CheckFailed, difference, first_difference
@@ -65,9 +64,7 @@ __all__ = [
     "check_sinusoidal_pe",
     "check_t5_bucket",
     "difference",
-    "fast",
     "first_difference",
-    "grading",
     "resolve_device",
     "speed_ratio",
 ]

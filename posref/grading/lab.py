@@ -1,6 +1,6 @@
 """Checkers for the lab notebooks 06 and 08 (07's frequency rules are checked by ``posref.grading.scaling``).
 
-* 06 length: ``per_position_loss(logits, targets)`` against ``posref.evaluate.per_position_loss``;
+* 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``;
 * 08 nope: ``causal_mean(v)``, what a causal head computes when its scores are all equal (the mechanism that
   lets NoPE count positions, arXiv 2305.19466 Theorem 1), against ``posref.scaled_dot_product_attention``.
 
@@ -17,17 +17,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref.attention import scaled_dot_product_attention
-from posref.evaluate import per_position_loss
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
-from posref.tasks import IGNORE_INDEX
+from posref.lab.evaluate import per_position_loss
+from posref.lab.tasks import IGNORE_INDEX
 
 # ---------------------------------------------------------------------------------------------------------------
 # 06: loss at each position
 
 
 class _Replay(nn.Module):
-    """A 'model' that returns fixed logits, so that ``posref.evaluate`` can score them as it scores a model."""
+    """A 'model' that returns fixed logits, so that ``posref.lab.evaluate`` can score them as it scores a model."""
 
     def __init__(self, logits: torch.Tensor) -> None:
         super().__init__()
@@ -61,7 +61,7 @@ def _draw_lm_case(draw: Draw, b: int, t: int, v: int, ignore_share: float) -> Ca
 
 def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(logits (B, T, V), targets (B, T))`` -> ``(T,)``: mean cross-entropy (nats) at each position over the
-    batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.evaluate``."""
+    batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.lab.evaluate``."""
     draw = Draw(hidden=hidden, device=device)
     if hidden:
         cases = [

@@ -1,7 +1,7 @@
 """A tiny pre-norm decoder-only Transformer whose position handling is one argument.
 
 ``TinyDecoder(vocab_size, positions=..., ...)`` takes a position method (``"learned"``, ``"sinusoidal"``,
-``"alibi"``, ``"t5"``, ``"rope"``, ``"nope"``; see ``posref.positions``) and its options as a dict, e.g.
+``"alibi"``, ``"t5"``, ``"rope"``, ``"nope"``; see ``posref.lab.positions``) and its options as a dict, e.g.
 ``{"method": "rope", "rope_base": 50.0, "rope_scaling": {"rope_type": "yarn", ...}}``. One handler serves
 every layer and is used through its three hooks:
 
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref._checks import check_integer_positions, check_positive_int, check_tensor
-from posref.positions import PositionHandler, make_position_handler
+from posref.lab.positions import PositionHandler, make_position_handler
 
 
 def causal_attention(

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref._checks import check_positive_int
-from posref.tasks import IGNORE_INDEX, lm_eval_batches
+from posref.lab.tasks import IGNORE_INDEX, lm_eval_batches
 
 Batches = Iterable["tuple[torch.Tensor, torch.Tensor]"]
 
@@ -85,7 +85,7 @@ def evaluate_lengths(
     """Language-model loss of ``model`` on the token stream ``data`` at each context length in ``lengths``.
 
     For each ``T`` the model reads ``n_windows`` windows of ``T`` tokens at seeded offsets
-    (``posref.tasks.lm_eval_batches``; same seed, same windows for every model). Returns
+    (``posref.lab.tasks.lm_eval_batches``; same seed, same windows for every model). Returns
     ``{T: {"loss": whole-window mean, "last_loss": mean of the last min(train_len, T) positions,
     "per_position": (T,) tensor}}``. A model that cannot run at ``T`` (a learned table too short) raises.
     """

@@ -2,7 +2,7 @@
 
 Regenerate them all with (see data/README.md for the time it takes)::
 
-    python -m posref.checkpoints --out data/checkpoints
+    python -m posref.lab.checkpoints --out data/checkpoints
 
 Each checkpoint is ``<name>.pt`` (the state dict in float16) and ``<name>.json`` (the model config, the
 training settings, the loss of every step, and the evaluation at 64/128/256/512 of the saved weights on the
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from posref._checks import check_choice
-from posref.evaluate import evaluate_lengths
-from posref.model import TinyDecoder, build_model
-from posref.tasks import DATA_DIR, lm_batch, load_char_corpus
+from posref.lab.evaluate import evaluate_lengths
+from posref.lab.model import TinyDecoder, build_model
+from posref.lab.tasks import DATA_DIR, lm_batch, load_char_corpus
 
 if TYPE_CHECKING:
-    from posref.train import TrainConfig
+    from posref.lab.train import TrainConfig
 
 CHECKPOINT_DIR = DATA_DIR / "checkpoints"
 TRAIN_LEN = 64
@@ -58,7 +58,7 @@ def checkpoint_info(name: str, directory: str | Path | None = None) -> dict[str,
     if not meta_path.exists():
         raise FileNotFoundError(
             f"no checkpoint {name!r} in {meta_path.parent}; expected one of {', '.join(CHECKPOINT_METHODS)} "
-            f"(regenerate with `python -m posref.checkpoints --out {meta_path.parent}`)"
+            f"(regenerate with `python -m posref.lab.checkpoints --out {meta_path.parent}`)"
         )
     return json.loads(meta_path.read_text())
 
@@ -88,7 +88,10 @@ def train_checkpoint(
     name: str, directory: str | Path, *, cfg: TrainConfig | None = None, progress: bool = True
 ) -> dict[str, Any]:
     """Train, save, reload and evaluate the checkpoint ``name``; returns the record written to its JSON."""
-    from posref.train import TrainConfig, train  # here, so that loading a checkpoint never imports training
+    from posref.lab.train import (  # here, so that loading a checkpoint never imports training
+        TrainConfig,
+        train,
+    )
 
     check_choice("checkpoint", name, tuple(CHECKPOINT_METHODS))
     cfg = cfg if cfg is not None else TrainConfig()
@@ -112,7 +115,7 @@ def train_checkpoint(
     saved = load_checkpoint(name, directory=directory)
     results = evaluate_lengths(saved, corpus.val, EVAL_LENGTHS, train_len=TRAIN_LEN)
     record["eval"] = {
-        "data": "validation split, 128 windows per length at seed 0 (posref.tasks.lm_eval_batches)",
+        "data": "validation split, 128 windows per length at seed 0 (posref.lab.tasks.lm_eval_batches)",
         "lengths": {
             str(T): {"loss": round(r["loss"], 4), "last_loss": round(r["last_loss"], 4)}
             for T, r in results.items()
@@ -123,7 +126,7 @@ def train_checkpoint(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The regeneration options, shared by ``python -m posref.checkpoints`` and a ``posref`` subcommand."""
+    """The regeneration options, shared by ``python -m posref.lab.checkpoints`` and a ``posref`` subcommand."""
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="directory to write <name>.pt/.json")
     parser.add_argument(
         "--methods", nargs="+", default=list(CHECKPOINT_METHODS), choices=list(CHECKPOINT_METHODS)
@@ -141,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train every requested checkpoint, printing one line per model; returns the exit status 0."""
-    from posref.train import TrainConfig
+    from posref.lab.train import TrainConfig
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(steps=args.steps, seed=args.seed)

@@ -23,7 +23,9 @@ import torch
 from posref._checks import check_positive_int, check_tensor
 
 IGNORE_INDEX = -100  # the default ignore_index of torch.nn.functional.cross_entropy
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+# The checkout's data/ folder (corpus, checkpoints), beside posref/: the course runs from a checkout (an
+# editable install, or the grading sandbox's read-only copy of posref/ and data/), and data/ is not packaged.
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from posref._checks import check_positive_int
-from posref.tasks import IGNORE_INDEX
+from posref.lab.tasks import IGNORE_INDEX
 
 BatchFn = Callable[[torch.Generator], "tuple[torch.Tensor, torch.Tensor]"]
 

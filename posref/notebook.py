@@ -1,0 +1,66 @@
+"""What a course notebook reads from its environment, read when asked (nothing happens at import).
+
+* ``POSREF_FAST=1``: tiny sizes, same code (the tests, CI and the grader set it);
+* ``POSREF_GRADING=1``: the autograder runs this process (it sets it wherever student code runs): train
+  nothing, load the shipped checkpoints;
+* ``POSREF_THREADS``: torch threads on a CPU (default 1: the lab's models are tiny, a second thread gains little
+  alone and loses much on a shared machine);
+* ``POSREF_RETRAIN=1``: notebook 06 trains its six models instead of loading them (never while grading).
+
+A flag is on for ``1``, ``true``, ``yes`` or ``on`` (any case), off when unset or empty. A notebook's first
+cell calls ``setup()``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
+def _flag(name: str) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    if value not in _ON + _OFF:
+        raise ValueError(
+            f"{name}={os.environ[name]!r}: expected one of 1/true/yes/on or 0/false/no/off (or unset)"
+        )
+    return value in _ON
+
+
+def fast() -> bool:
+    """True when tiny sizes are asked for (``POSREF_FAST=1``: tests, CI and grading)."""
+    return _flag("POSREF_FAST")
+
+
+def grading() -> bool:
+    """True while the autograder runs this code (``POSREF_GRADING=1``): never train, load what is shipped."""
+    return _flag("POSREF_GRADING")
+
+
+def retrain() -> bool:
+    """True when notebook 06 should train its models (``POSREF_RETRAIN=1``), never while grading."""
+    return _flag("POSREF_RETRAIN") and not grading()
+
+
+def threads() -> int:
+    """The torch thread count for a CPU (``POSREF_THREADS``, default 1)."""
+    value = os.environ.get("POSREF_THREADS", "").strip() or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"POSREF_THREADS={value!r}: expected a positive integer (torch threads on a CPU)")
+    return int(value)
+
+
+def setup(*, seed: int = 0) -> tuple[str, bool, bool]:
+    """Prepare a notebook's process and return ``(device, FAST, GRADING)``.
+
+    ``device`` is ``"cuda"`` when torch sees a GPU, else ``"cpu"``, where torch then uses ``threads()``
+    threads. Torch's global generator is seeded with ``seed``, so the notebook's random draws repeat.
+    """
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        torch.set_num_threads(threads())
+    torch.manual_seed(seed)
+    return device, fast(), grading()
