@@ -43,12 +43,15 @@ LAYOUTS = ("half", "interleaved")
 def rope_cos_sin(
     positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cos and sin of the rotation angles ``positions * inv_freq`` -> two ``positions.shape + (r,)`` float32.
+    """Cos and sin of the rotation angles ``positions * inv_freq`` -> two ``positions.shape + (r,)`` tensors.
 
     ``positions`` are usually integers; any sign is allowed (a negative position rotates backwards) and so are
     real-valued ones (Position Interpolation is ``positions / s``); bool and complex are errors.
-    Angles are formed in float32 whatever the inputs' dtype (float16 angles are wrong by whole radians at
-    long positions). ``attention_factor`` multiplies both (YaRN's and LongRoPE's temperature lives here).
+    Angles are formed, and cos and sin returned, in the wider of float32 and the inputs' dtypes: float32 for
+    integer, half-precision or float32 inputs (float16 angles are wrong by whole radians at long positions),
+    float64 when either input is float64 (float32 angles are off by ~1e-5 rad at position 1000, which a
+    float64 user would see as an error of that size in RoPE's relative property).
+    ``attention_factor`` multiplies both (YaRN's and LongRoPE's temperature lives here).
     """
     check_tensor("positions", positions)
     check_tensor("inv_freq", inv_freq)
@@ -58,7 +61,8 @@ def rope_cos_sin(
     check_same_device(positions=positions, inv_freq=inv_freq)
     if inv_freq.ndim != 1:
         raise ValueError(f"inv_freq must be 1-D (one frequency per pair), got shape {tuple(inv_freq.shape)}")
-    angles = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
+    compute = torch.promote_types(torch.promote_types(positions.dtype, inv_freq.dtype), torch.float32)
+    angles = positions.to(compute)[..., None] * inv_freq.to(compute)
     cos, sin = angles.cos(), angles.sin()
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor
@@ -123,8 +127,9 @@ def apply_rope(
             ``posref.kernels.rope_compiled``), ``True`` (the best of those for ``x``'s device), ``False`` (eager).
             ``None`` (default): on CUDA the Triton kernel when Triton is installed and takes ``x.dtype``, else
             ``torch.compile``; eager elsewhere (compiling costs seconds). ``posref.kernels.choose`` has the rule.
-    Returns: a new ``(..., T, D)`` tensor in ``x.dtype``. Half-precision inputs are rotated in float32 and
-    rounded once.
+    Returns: a new ``(..., T, D)`` tensor in ``x.dtype``, rotated in the wider of float32 and ``x.dtype`` on
+    every backend (half precision in float32 and rounded once, float64 in float64); ``cos``/``sin`` are taken
+    in that dtype, so a float64 result is as precise as its tables (``rope_cos_sin`` of float64 frequencies).
     """
     check_choice("layout", layout, LAYOUTS)
     r = _check_rope_inputs(x, cos, sin)
@@ -142,7 +147,7 @@ def apply_rope(
         from posref.kernels import rope_compiled  # imports torch's compiler: only when it runs
 
         return rope_compiled.apply_rope_compiled(x, cos, sin, layout=layout)
-    compute = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    compute = torch.promote_types(x.dtype, torch.float32)
     cos, sin = cos.to(compute), sin.to(compute)
     if layout == "interleaved":
         return _apply_interleaved(x, cos, sin, r, compute)
@@ -257,7 +262,8 @@ class RotaryEmbedding(nn.Module):
     are then rotated inconsistently: the score of a new query against an old key depends on both positions,
     no longer on their distance alone (as the transformers library does; shown in tests/test_rotary_scaling.py).
 
-    Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32.
+    Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32;
+    ``.double()`` makes them float64, so a float64 model gets float64 angles.
     """
 
     def __init__(
@@ -290,9 +296,9 @@ class RotaryEmbedding(nn.Module):
         self._initial_cache_len = check_positive_int("initial_cache_len", initial_cache_len)
 
     def _frequencies(
-        self, seq_len: int | None, device: torch.device | str | None
+        self, seq_len: int | None, device: torch.device | str | None, dtype: torch.dtype = torch.float32
     ) -> tuple[torch.Tensor, float]:
-        return rope_frequencies(
+        inv_freq, factor = rope_frequencies(
             self.head_dim,
             base=self.base,
             scaling=self.scaling,
@@ -300,15 +306,17 @@ class RotaryEmbedding(nn.Module):
             partial_rotary_factor=self.partial_rotary_factor,
             device=device,
         )
+        return inv_freq.to(dtype), factor
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> RotaryEmbedding:
         # `.half()` / `.to(torch.bfloat16)` would round inv_freq and the cache to 8-11 bits (angles off by radians
-        # at long positions): follow the device, but recompute frequencies and cache in float32
+        # at long positions): follow the device and float64, but recompute frequencies and cache in float32 else
         super()._apply(fn, recurse)
         device = self.inv_freq.device
-        self.inv_freq, self.attention_factor = self._frequencies(self._freq_len, device)
+        dtype = torch.float64 if self.inv_freq.dtype == torch.float64 else torch.float32
+        self.inv_freq, self.attention_factor = self._frequencies(self._freq_len, device, dtype)
         length = self.cached_len
-        self._cos = self._sin = torch.empty(0, self.inv_freq.numel(), device=device)
+        self._cos = self._sin = torch.empty(0, self.inv_freq.numel(), device=device, dtype=dtype)
         if length:
             self._build_cache(length)
         return self
@@ -332,7 +340,7 @@ class RotaryEmbedding(nn.Module):
             new_len = seq_len
         if new_len == self._freq_len and self.cached_len:
             return
-        inv_freq, factor = self._frequencies(new_len, self.inv_freq.device)
+        inv_freq, factor = self._frequencies(new_len, self.inv_freq.device, self.inv_freq.dtype)
         self._freq_len = new_len
         if not torch.equal(inv_freq, self.inv_freq) or factor != self.attention_factor:
             self.inv_freq, self.attention_factor = inv_freq, factor
@@ -343,7 +351,8 @@ class RotaryEmbedding(nn.Module):
         self._cos, self._sin = rope_cos_sin(positions, self.inv_freq, attention_factor=self.attention_factor)
 
     def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cached cos and sin for integer ``positions`` of any shape -> ``positions.shape + (r,)`` float32."""
+        """Cached cos and sin for integer ``positions`` of any shape -> ``positions.shape + (r,)`` in the
+        frequencies' dtype (float32; float64 after ``.double()``)."""
         check_tensor("positions", positions)
         check_integer_positions("positions", positions)
         check_same_device(positions=positions, inv_freq=self.inv_freq)

@@ -122,6 +122,45 @@ def test_dtypes_and_device_kept(device, dtype):
     assert_close(out, exact, atol=tol * 4, what=str(dtype))
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_float64_keeps_the_relative_property_at_long_positions(layout):
+    """<R_m q, R_n k> depends on n - m alone; with float64 frequencies that holds to float64 precision (angles
+    formed in float32 put an error of ~1e-5 into it at position 1000)."""
+    g = torch.Generator().manual_seed(5)
+    q, k = torch.randn(2, 64, generator=g, dtype=torch.float64)
+    inv_freq = rope_frequencies(64)[0].double()
+
+    def score(m: int, n: int) -> float:
+        cm, sm = rope_cos_sin(torch.tensor([m]), inv_freq)
+        cn, sn = rope_cos_sin(torch.tensor([n]), inv_freq)
+        return (
+            apply_rope(q[None], cm, sm, layout=layout) @ apply_rope(k[None], cn, sn, layout=layout).T
+        ).item()
+
+    for m, n in [(0, 3), (3, 0), (1, 1)]:
+        for shift in (1000, 100_000):
+            assert score(m + shift, n + shift) == pytest.approx(score(m, n), abs=1e-10), (m, n, shift)
+
+
+def test_angles_in_the_wider_of_float32_and_the_inputs():
+    inv_freq = rope_frequencies(16)[0]  # float32
+    positions = torch.tensor([0, 7, 1000, 100_000])
+    for pos, freq, want in [
+        (positions.int(), inv_freq.half(), torch.float32),
+        (positions, inv_freq, torch.float32),
+        (positions, inv_freq.double(), torch.float64),
+        (positions.double() / 4, inv_freq, torch.float64),  # Position Interpolation in float64
+    ]:
+        c, s = rope_cos_sin(pos, freq)
+        assert (c.dtype, s.dtype) == (want, want), (pos.dtype, freq.dtype)
+    # float64: the angles p * w of Python's float64 arithmetic, to float64 precision even at p = 100000
+    c, s = rope_cos_sin(positions, inv_freq.double())
+    angles = [[p * w for w in inv_freq.double().tolist()] for p in positions.tolist()]
+    for got, fn in ((c, math.cos), (s, math.sin)):
+        want = torch.tensor([[fn(a) for a in row] for row in angles], dtype=torch.float64)
+        assert_close(got, want, atol=1e-12, what=fn.__name__)
+
+
 def test_long_positions_use_float32_angles():
     # at position 60,000 a float16 angle is off by many radians; rope_cos_sin must not form it in half precision
     inv_freq = rope_frequencies(64)[0]

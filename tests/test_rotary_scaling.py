@@ -93,6 +93,27 @@ def test_cast_module_keeps_float32_frequencies():
     assert_close(half.rotate(x), expected, atol=0)
 
 
+def test_double_module_rotates_in_float64():
+    """``.double()`` gives float64 frequencies and cache (half precision keeps float32, above), also after the
+    cache grows and after dynamic NTK changes its frequencies: a float64 model keeps the relative property."""
+    for scaling in (None, DYNAMIC):
+        rope = RotaryEmbedding(HEAD_DIM, scaling=scaling, initial_cache_len=8).double()
+        assert rope.inv_freq.dtype == torch.float64
+        expected = default_inv_freq(HEAD_DIM, 10000.0).double()
+        assert torch.equal(rope.inv_freq, expected)  # the float32 frequencies, exactly, in float64
+        g = torch.Generator().manual_seed(2)
+        q, k = torch.randn(2, 1, HEAD_DIM, generator=g, dtype=torch.float64)
+        # a long sequence (dynamic NTK grows its base) whose last two positions are 3 apart, as are 0 and 3
+        length = 3 * 128 if scaling else 3000
+        positions = torch.tensor([0, 3, length - 4, length - 1])
+        rq = rope.rotate(q.expand(4, HEAD_DIM), positions=positions)
+        rk = rope.rotate(k.expand(4, HEAD_DIM), positions=positions)
+        assert rq.dtype == rope.cos_sin(positions)[0].dtype == rope.inv_freq.dtype == torch.float64
+        assert rope.cached_len >= length
+        assert torch.equal(rope.inv_freq, expected) == (scaling is None), "dynamic NTK grew its base"
+        assert float(rq[0] @ rk[1]) == pytest.approx(float(rq[2] @ rk[3]), abs=1e-11), scaling
+
+
 def _inv_freq_after(rope: RotaryEmbedding, length: int) -> torch.Tensor:
     rope.rotate(torch.zeros(1, 1, HEAD_DIM), offset=length - 1)  # one token at position length - 1
     return rope.inv_freq.clone()

@@ -5,7 +5,8 @@ the rotation is one loop that reads ``x`` once and writes the output once, so it
 (measured by ``python -m posref.bench``). Inputs are validated by ``apply_rope`` before they reach here.
 
 ``apply_rope(..., fused="compile")`` selects it; on CUDA the default is the hand-written Triton kernel of
-``posref.kernels.rope_triton``, with this compiled version as the fallback (no Triton, float64, or gradients for cos/sin).
+``posref.kernels.rope_triton``, with this compiled version as the fallback (no Triton, float64, or gradients for
+cos/sin). The rotation runs in the dtype of the tables it is given: float32, or float64 for a float64 ``x``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 
 def _half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     r = cos.shape[-1]
-    xf = x.float()
+    xf = x.to(cos.dtype)
     x1, x2 = xf[..., :r], xf[..., r : 2 * r]
     parts = [x1 * cos - x2 * sin, x2 * cos + x1 * sin]
     if 2 * r < x.shape[-1]:  # partial rotary: the rest passes through (no empty piece when all dims rotate)
@@ -27,7 +28,7 @@ def _half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
 
 def _interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     r = cos.shape[-1]
-    xf = x.float()
+    xf = x.to(cos.dtype)
     pairs = xf[..., : 2 * r].unflatten(-1, (r, 2))  # (..., T, r, 2)
     a, b = pairs[..., 0], pairs[..., 1]
     rotated = torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).flatten(-2)
@@ -44,5 +45,7 @@ def _compiled(layout: str):
 def apply_rope_compiled(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half"
 ) -> torch.Tensor:
-    """Compiled ``apply_rope``: ``x`` ``(..., T, D)``, ``cos``/``sin`` ``(T, r)`` or broadcastable -> ``(..., T, D)``."""
-    return _compiled(layout)(x, cos.float(), sin.float())
+    """Compiled ``apply_rope``: ``x`` ``(..., T, D)``, ``cos``/``sin`` ``(T, r)`` or broadcastable -> ``(..., T, D)``
+    in ``x.dtype``, rotated in the wider of float32 and ``x.dtype`` (as the eager path: float64 stays float64)."""
+    compute = torch.promote_types(x.dtype, torch.float32)
+    return _compiled(layout)(x, cos.to(compute), sin.to(compute))

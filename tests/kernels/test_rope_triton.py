@@ -108,6 +108,22 @@ def test_refuses_what_it_cannot_do(kernel):
         module.apply_rope_triton(x, cos.clone().requires_grad_(), sin)
 
 
+def test_float64_tables_rotate_float32_and_half_inputs(kernel):
+    """float64 x is refused (above; apply_rope sends it to torch.compile), float64 tables are not: rope_cos_sin
+    of float64 frequencies is read in float32, as apply_rope's eager path rounds them to float32 too."""
+    device, module = kernel
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 3, 7, 16, generator=g).to(device)
+    inv_freq = rope_frequencies(16, device=device)[0].double()
+    cos, sin = rope_cos_sin(torch.arange(1000, 1007, device=device), inv_freq)
+    assert cos.dtype == torch.float64
+    for dtype, tol in TOL.items():
+        for layout in ("half", "interleaved"):
+            got = module.apply_rope_triton(x.to(dtype), cos, sin, layout=layout)
+            want = apply_rope(x.to(dtype), cos, sin, layout=layout, fused=False)
+            assert_close(got, want, atol=tol, rtol=tol, what=f"{layout} {dtype}")
+
+
 def test_needs_cuda_outside_the_interpreter():
     with fresh_rope_triton(interpret=False) as module:
         x = torch.randn(5, 8)
