@@ -13,7 +13,7 @@ the median over rounds of (contender time / baseline time in that round). The ba
 memory-copy floor: RoPE must read and write every element once) and the transformers library's
 ``apply_rotary_pos_emb`` (``rotate_half`` + ``cat``), when that library is installed.
 
-The calibration (``bench_budgets``) times the student-style implementations of ``tests/student_impls.py``
+The calibration (``bench_budgets``) times the student-style implementations of ``tests/grading/student_impls.py``
 exactly as ``posref.grading.check_apply_rope_speed`` does (``posref.grading.calibration``), reports each median
 ratio, the reference's time per call and the budget ``posref.grading.budgets.propose_budget`` makes of them,
 with the line to paste into ``budgets.py``.
@@ -38,7 +38,7 @@ from posref.scaling import rope_frequencies
 
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
 CALIBRATION_SHAPE_GPU = (4, 16, 1024, 128)  # fp32: 34 MB per input; a matrix per position builds 4.3 GB
-STUDENT_IMPLS = Path(__file__).resolve().parents[1] / "tests" / "student_impls.py"
+STUDENT_IMPLS = Path(__file__).resolve().parents[1] / "tests" / "grading" / "student_impls.py"
 SANE_IMPLS = ("apply_rope_complex", "apply_rope_rotate_half")
 SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
 

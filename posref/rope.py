@@ -260,7 +260,7 @@ class RotaryEmbedding(nn.Module):
     Trap: keys already in a KV cache were rotated with the frequencies in force when they were written; a
     later change of frequencies (dynamic NTK growing its base) does not re-rotate them, so old and new keys
     are then rotated inconsistently: the score of a new query against an old key depends on both positions,
-    no longer on their distance alone (as the transformers library does; shown in tests/test_rotary_scaling.py).
+    no longer on their distance alone (as the transformers library does; shown in tests/core/test_rotary_scaling.py).
 
     Casting the module (``.half()``, ``.to(torch.bfloat16)``) keeps the frequencies and cache in float32;
     ``.double()`` makes them float64, so a float64 model gets float64 angles.

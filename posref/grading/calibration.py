@@ -3,7 +3,7 @@
 Each implementation is checked and timed by ``apply_rope_speed_ratio``, the measurement behind
 ``check_apply_rope_speed`` (same pool of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
 medians go through ``budgets.propose_budget``. ``python -m posref.bench --suite budgets`` runs this on the
-student-style implementations of ``tests/student_impls.py`` and prints the line to paste into ``budgets.py``.
+student-style implementations of ``tests/grading/student_impls.py`` and prints the line to paste into ``budgets.py``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from posref.cli import main
 from posref.inspector import format_inspection, inspect_rope, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "model_configs.json"
 
 

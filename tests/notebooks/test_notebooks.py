@@ -3,7 +3,7 @@ the release, each solution runs top to bottom in fast mode, and grading gives th
 and the untouched release none.
 
 The solutions in ``solutions/`` are the only place notebook content is written; ``notebooks/`` is what
-``nbgrader generate_assignment`` makes of them. The helpers live in tests/notebook_helpers.py. Grading runs with
+``nbgrader generate_assignment`` makes of them. The helpers live in tests/notebooks/notebook_helpers.py. Grading runs with
 ``POSREF_GRADING=1``, as the grader's sandbox sets it: notebooks then train nothing and read the shipped
 checkpoints, which the sandbox must reach (``clean=True`` checks that every solution cell ran there). Set
 ``POSREF_NOTEBOOK_TIMES`` to a file path to have the run times appended there (they are printed too; see

@@ -1,4 +1,4 @@
-"""What the notebook tests (tests/test_notebooks.py) need: paths, the environment for nbgrader and kernels,
+"""What the notebook tests (tests/notebooks/test_notebooks.py) need: paths, the environment for nbgrader and kernels,
 generating releases, executing a notebook, grading.
 
 Every subprocess and kernel gets this checkout's ``posref`` first on ``PYTHONPATH``, fast sizes
@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
 
 
