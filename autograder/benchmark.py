@@ -17,32 +17,36 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import cli
+from autograder import course
 from autograder.demo.build import write_submissions
+from autograder.grade import autograde
+from autograder.submissions import import_submissions
 
 
 def _submissions(assignment: str | None, target: Path) -> None:
     if assignment is None:
-        write_submissions(cli.course_dir() / "release" / "positions" / "positions.ipynb", target, ["correct"])
+        write_submissions(
+            course.course_dir() / "release" / "positions" / "positions.ipynb", target, ["correct"]
+        )
         (target / "correct").rename(target / "template")
     else:
-        shutil.copytree(cli.REPO / "solutions" / assignment, target / "template")
+        shutil.copytree(course.REPO / "solutions" / assignment, target / "template")
 
 
 def run(students: int, workers: int, assignment: str | None) -> tuple[float, int]:
     os.environ["POSREF_COURSE_DIR"] = tempfile.mkdtemp(prefix=f"posref-bench-{workers}-")
     if assignment is None:
         os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
-        os.environ["POSREF_RELEASE_DIR"] = str(cli.course_dir() / "release")
+        os.environ["POSREF_RELEASE_DIR"] = str(course.course_dir() / "release")
     name = assignment or "positions"
-    cli.release(name)
+    course.release(name)
     with tempfile.TemporaryDirectory() as tmp:
         _submissions(assignment, Path(tmp))
         for i in range(students):
             shutil.copytree(Path(tmp) / "template", Path(tmp) / "students" / f"student{i:02d}")
-        cli.import_submissions(Path(tmp) / "students", name)
+        import_submissions(Path(tmp) / "students", name)
     start = time.perf_counter()
-    results = cli.autograde(name, workers=workers)
+    results = autograde(name, workers=workers)
     elapsed = time.perf_counter() - start
     notebooks = len(results[0]["notebooks"])
     short = [

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades
 
-from autograder.cli import course_dir
+from autograder import course
 
 
 class PendingScores(SaveAutoGrades):
@@ -31,7 +30,7 @@ def write_scores(assignment: str, student: str, notebook: str, record, autograde
     """Each test cell's auto score := the record's; a notebook that could not be graded is flagged for manual
     grading with no score (never a silent 0). The test cells of the autograded notebook show the record."""
     by_id = {c.grade_id: c for c in record.cells}
-    with Gradebook(f"sqlite:///{course_dir() / 'gradebook.db'}?timeout=30") as gb:
+    with course.gradebook() as gb:
         for grade in gb.find_submission_notebook(notebook, assignment, student).grades:
             cell = by_id.get(grade.name)
             if record.status != "graded" or cell is None:

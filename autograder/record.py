@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 
 import posref.grading as checkers
-from autograder.cli import NOTEBOOK_TIMEOUT
+from autograder.course import NOTEBOOK_TIMEOUT
 from autograder.sandbox import Sandbox
 from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
 

@@ -24,7 +24,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.course import REPO
+
 POSREF_IN_SANDBOX = "/opt/posref"
 
 

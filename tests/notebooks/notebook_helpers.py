@@ -163,9 +163,9 @@ def assert_round_trip(name: str, course: Path, monkeypatch, *, clean: bool = Fal
     for key, value in notebook_env(course, POSREF_GRADING="1").items():
         monkeypatch.setenv(key, value)
     if problem is None:
-        from autograder import cli
+        from autograder.grade import autograde
 
-        results = {r["student"]: r for r in cli.autograde(name, workers=2, students=list(submissions))}
+        results = {r["student"]: r for r in autograde(name, workers=2, students=list(submissions))}
         for student, result in results.items():
             assert "error" not in result, f"{name}, {student}: the grader failed: {result['error']}"
             (record,) = result["notebooks"]

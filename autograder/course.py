@@ -1,0 +1,121 @@
+"""Where the course lives and how nbgrader is called: every path and setting the autograder's steps share.
+
+Everything is read when called, never at import: ``POSREF_COURSE_DIR`` (the course folder, default
+``~/posref-course``: submissions, gradebook, feedback, records, CSV), ``POSREF_SOURCE_DIR`` (the source
+directory, default ``solutions``) and ``POSREF_RELEASE_DIR`` (read by ``nbgrader_config.py``) may change
+between calls (the demo and the benchmark point them at their own course). Importing this module changes
+nothing in the process environment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "autograder" / "nbgrader_config.py"
+# seconds for grading one notebook of one student, answer cells and checks together (record.grade_notebook)
+NOTEBOOK_TIMEOUT = 600.0
+
+
+def course_dir() -> Path:
+    """The course folder (``$POSREF_COURSE_DIR``, default ``~/posref-course``), created on first use."""
+    path = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def source_dir() -> Path:
+    """nbgrader's source directory: ``solutions/``, or ``$POSREF_SOURCE_DIR`` relative to the repository."""
+    return REPO / os.environ.get("POSREF_SOURCE_DIR", "solutions")
+
+
+def gradebook_url() -> str:
+    """The SQLite gradebook of the course; several grading processes wait up to 30 s for its lock."""
+    return f"sqlite:///{course_dir() / 'gradebook.db'}?timeout=30"
+
+
+def tool_path() -> str:
+    """``PATH`` with this Python environment's scripts first: nbgrader runs ``alembic`` from ``PATH`` when it
+    creates a gradebook, and the environment need not be activated."""
+    return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
+@contextmanager
+def tools_on_path():
+    """``PATH`` is ``tool_path()`` inside the block (for nbgrader's in-process API), as it was after it."""
+    saved = os.environ.get("PATH")
+    os.environ["PATH"] = tool_path()
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = saved
+
+
+@contextmanager
+def gradebook():
+    """nbgrader's ``Gradebook`` of the course, created if it does not exist yet."""
+    from nbgrader.api import Gradebook
+
+    with tools_on_path():
+        book = Gradebook(gradebook_url())
+    with book:
+        yield book
+
+
+def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``nbgrader ARGS`` with the course configuration, from the repository root; a failure ends the command
+    with nbgrader's own output unless ``check=False``."""
+    command = [sys.executable, "-m", "nbgrader", *args, f"--JupyterApp.config_file={CONFIG}"]
+    env = dict(os.environ, PATH=tool_path())
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    if check and result.returncode:
+        raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def assignments() -> list[str]:
+    """The assignments of the course: folders of the source directory (``solutions/``) that hold a notebook."""
+    return sorted({p.parent.name for p in source_dir().glob("*/*.ipynb")})
+
+
+def require_assignment(assignment: str) -> None:
+    """A clear stop for a name that is not an assignment of the source directory."""
+    if not any((source_dir() / assignment).glob("*.ipynb")):
+        known = ", ".join(assignments()) or "none"
+        raise SystemExit(f"no assignment {assignment!r} in {source_dir()} (the assignments: {known})")
+
+
+def require_released(assignment: str) -> None:
+    """Grading needs the assignment's notebooks and test cells in the gradebook, which ``release`` puts there."""
+    from nbgrader.api import MissingEntry
+
+    require_assignment(assignment)
+    with gradebook() as gb:
+        try:
+            released = bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            released = False
+    if not released:
+        raise SystemExit(
+            f"{assignment} is not released in the course at {course_dir()}: "
+            f"run `python -m autograder release {assignment}` first"
+        )
+
+
+def release(assignment: str) -> None:
+    """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook."""
+    require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
+    nbgrader("db", "assignment", "add", assignment)
+    nbgrader("generate_assignment", assignment, "--force")
+
+
+def feedback(assignment: str) -> None:
+    """``nbgrader generate_feedback`` (hidden tests cleared, what students wrote sanitised: nbgrader_config)."""
+    nbgrader("generate_feedback", assignment, "--force")

@@ -1,0 +1,98 @@
+"""``python -m autograder export``: one CSV row per student and notebook, telling "0" from "could not grade".
+
+The rows come from the JSON records of the score of record (``records/<assignment>/<student>.json``), the
+students from the gradebook and from ``submitted/``; the CSV is safe to open in a spreadsheet.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import course_dir, gradebook, require_assignment, source_dir
+from autograder.submissions import fingerprint
+
+
+def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
+    """One row per student and notebook: score (empty unless graded), status and reason. The students are those
+    of the gradebook and of ``submitted/``; status ``not submitted`` for one without this assignment, ``not
+    graded`` for a submission imported but not (or not since) autograded."""
+    require_assignment(assignment)
+    course = course_dir()
+    points = {
+        nb.name: sum(float(_cell_points(c)) for c in nbformat.read(nb, as_version=4).cells)
+        for nb in sorted((source_dir() / assignment).glob("*.ipynb"))
+    }
+    with gradebook() as gb:
+        students = {s.id for s in gb.students}
+    submitted = course / "submitted"
+    students |= {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
+    records = course / "records" / assignment
+    students |= {p.stem for p in records.glob("*.json")}
+    rows = []
+
+    def without_score(student: str, status: str, reason: str) -> None:
+        rows.extend({"student": student, "notebook": name, "score": "", "max_score": f"{top:g}",
+                     "status": status, "reason": reason} for name, top in points.items())  # fmt: skip
+
+    for student in sorted(students):
+        folder, path = submitted / student / assignment, records / f"{student}.json"
+        again = f"run `python -m autograder autograde {assignment} --student {student}`"
+        if not path.exists():
+            if folder.is_dir():
+                without_score(student, "not graded", f"imported, not autograded yet: {again}")
+            else:
+                without_score(student, "not submitted", "")
+            continue
+        data = json.loads(path.read_text())
+        if folder.is_dir() and data.get("submission") not in (None, fingerprint(folder)):
+            without_score(student, "not graded", f"imported again after it was graded: {again}")
+            continue
+        if data.get("error"):
+            rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
+                         "status": "could not grade", "reason": f"grader error: {data['error']}"})  # fmt: skip
+        for nb in data["notebooks"]:
+            problems = "; ".join(nb["problems"])
+            rows.append({
+                "student": data["student"], "notebook": nb["notebook"],
+                "score": "" if nb["score"] is None else f"{nb['score']:g}", "max_score": f"{nb['max_score']:g}",
+                "status": nb["status"], "reason": nb["reason"] or problems,
+            })  # fmt: skip
+    csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(
+            f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
+        )
+        writer.writeheader()
+        writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+    return rows
+
+
+def _cell_points(cell) -> float:
+    """A test cell's points (what the score of record grades: ``record.Record.max_score``), else 0."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    test = cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution")
+    return float(meta.get("points", 0)) if test else 0.0
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """A CSV field that a spreadsheet shows as text: one starting with = + - @ (a formula to Excel, LibreOffice
+    and Google Sheets: a student id like ``=HYPERLINK(...)``) gets a leading apostrophe (OWASP's advice)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def print_table(rows: list[dict], expected: dict | None = None) -> None:
+    print(f"{'student':<11} {'score':>7}  {'status':<16} reason")
+    for row in rows:
+        score = f"{row['score'] or '-'}/{row['max_score']}"
+        extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
+        student, reason = _printable(row["student"]), _printable(row["reason"][:110])
+        print(f"{student:<11} {score:>7}  {row['status']:<16} {reason}{extra}")
