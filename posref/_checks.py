@@ -20,6 +20,21 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_nonnegative_int(name: str, value: object, *, means: str = "") -> int:
+    """An int >= 0 (an offset, a count that may be zero); ``means`` says what it is, in the message."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0{f' ({means})' if means else ''}, got {value!r}")
+    return int(value)
+
+
+def check_seed(name: str, value: object, *, means: str = "") -> int:
+    """A seed for ``torch.Generator.manual_seed`` / ``random.Random``: an int in ``[0, 2**64)``."""
+    seed = check_nonnegative_int(name, value, means=means)
+    if seed >= 2**64:
+        raise ValueError(f"{name} must be below 2**64 (a torch generator's seed), got {seed}")
+    return seed
+
+
 def check_even(name: str, value: int) -> int:
     check_positive_int(name, value)
     if value % 2:

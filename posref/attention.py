@@ -46,8 +46,10 @@ def attention_scores(
         scale: defaults to ``1 / sqrt(D)``.
     Returns: ``(..., H, Tq, Tk)``.
     """
-    check_tensor("q", q), check_tensor("k", k)
-    check_float("q", q), check_float("k", k)
+    check_tensor("q", q)
+    check_tensor("k", k)
+    check_float("q", q)
+    check_float("k", k)
     if q.dtype != k.dtype:
         raise TypeError(f"q and k must have the same dtype, got {q.dtype} and {k.dtype}")
     check_same_device(q=q, k=k)
@@ -66,9 +68,8 @@ def attention_scores(
             )
         if bias.ndim >= 3 and bias.shape[-3] not in (1, scores.shape[-3]):
             raise ValueError(f"bias has {bias.shape[-3]} heads but q has {scores.shape[-3]}")
-        if not broadcasts_to(
-            bias.shape, scores.shape
-        ):  # a (4, H, Tq, Tk) bias would turn one sequence into four
+        # a (4, H, Tq, Tk) bias would turn one sequence into four
+        if not broadcasts_to(bias.shape, scores.shape):
             raise ValueError(
                 f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
             )

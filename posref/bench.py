@@ -345,9 +345,8 @@ def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3
     for shape in shapes:
         part = calibrate_apply_rope(impls, tuple(shape), device=device, repeats=repeats)
         figures[f"apply_rope budget calibration {tuple(shape)} {device.type}"] = part
-        if (
-            part.get("budgets.py line") and not recommended
-        ):  # the first shape (cheapest to check) that separates
+        # the first shape (cheapest to check) that separates
+        if part.get("budgets.py line") and not recommended:
             recommended = {"shape": str(tuple(shape)), "budgets.py line": part["budgets.py line"]}
     figures[f"apply_rope budget recommendation {device.type}"] = recommended or {
         "shape": "none: the rule separates sane from slow at none of the shapes timed"

@@ -31,6 +31,7 @@ from posref._checks import (
     check_even,
     check_float,
     check_integer_positions,
+    check_nonnegative_int,
     check_positive_int,
     check_same_device,
     check_tensor,
@@ -70,7 +71,9 @@ def rope_cos_sin(
 
 
 def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> int:
-    check_tensor("x", x), check_tensor("cos", cos), check_tensor("sin", sin)
+    check_tensor("x", x)
+    check_tensor("cos", cos)
+    check_tensor("sin", sin)
     check_float("x", x)
     check_same_device(x=x, cos=cos, sin=sin)
     if cos.shape != sin.shape:
@@ -96,9 +99,8 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
             f"cos/sin of shape {tuple(cos.shape)} are ambiguous for x of shape {tuple(x.shape)}: pass (seq, pairs) "
             f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
         )
-    if not broadcasts_to(
-        cos.shape[:-1], x.shape[:-1]
-    ):  # a larger cos (more sequences) would enlarge x's shape
+    # a larger cos (more sequences) would enlarge x's shape
+    if not broadcasts_to(cos.shape[:-1], x.shape[:-1]):
         raise ValueError(
             f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}: each leading "
             f"dim of cos/sin must be 1 or equal to x's"
@@ -379,7 +381,8 @@ class RotaryEmbedding(nn.Module):
         offset: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Rotate queries and keys ``(..., T, D)`` at ``positions`` (default ``offset .. offset + T - 1``)."""
-        self._check_x("q", q), self._check_x("k", k)
+        self._check_x("q", q)
+        self._check_x("k", k)
         if q.shape[-2] != k.shape[-2]:
             raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
         cos, sin = self._cos_sin_for(q, positions, offset)
@@ -405,8 +408,7 @@ class RotaryEmbedding(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         seq = x.shape[-2]
         if positions is None:
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+            offset = check_nonnegative_int("offset", offset)
             # contiguous positions: a slice of the cache, known on the host (no device sync, no gather)
             self._ensure_cached(offset + seq)
             return self._cos[offset : offset + seq], self._sin[offset : offset + seq]

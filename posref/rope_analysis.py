@@ -59,7 +59,8 @@ def rope_scores_by_distance(
     """
     for name, t in (("q", q), ("k", k), ("inv_freq", inv_freq), ("distances", distances)):
         check_tensor(name, t)
-    check_float("q", q), check_float("k", k)
+    check_float("q", q)
+    check_float("k", k)
     check_integer_positions("distances", distances)
     check_same_device(q=q, k=k, inv_freq=inv_freq, distances=distances)
     if q.shape[-1] != k.shape[-1]:

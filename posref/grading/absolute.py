@@ -97,7 +97,7 @@ def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False
         mistakes=_pe_mistakes(),
         match_dtype=False,
         at_least_float32=True,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 
@@ -135,7 +135,7 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         mistakes=mistakes,
         match_dtype=False,
         at_least_float32=True,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 

@@ -40,6 +40,18 @@ class Draw:
         self._rng = random.Random(seed)
         self._gen = torch.Generator().manual_seed(seed)
 
+    @property
+    def quoted_seed(self) -> int | None:
+        """The seed a failure message quotes: the drawn one for hidden cases (to reproduce a failure with
+        ``Draw(hidden=True, seed=...)``), None for the visible ones (fixed and readable in the test itself)."""
+        return self.seed if self.hidden else None
+
+    @property
+    def tensor_generator(self) -> torch.Generator:
+        """The CPU generator behind ``randn`` and ``permutation``, for draws this class has no method for
+        (e.g. ``torch.randint(..., generator=draw.tensor_generator)``); move the result to ``draw.device``."""
+        return self._gen
+
     def n(self, visible: int, hidden: int) -> int:
         """How many cases to draw in this mode."""
         return hidden if self.hidden else visible
@@ -73,7 +85,3 @@ class Draw:
         """``start .. start + length - 1`` (long) with a random start in ``[0, max_start]`` (a KV-cache offset)."""
         start = self.int(0, max_start) if max_start else 0
         return torch.arange(start, start + length, device=self.device)
-
-    def dtype(self, options: Sequence[torch.dtype]) -> torch.dtype:
-        """A dtype from ``options``; half precision only where the device supports it (bf16/fp16 on CPU are)."""
-        return self.choice(options)

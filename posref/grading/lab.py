@@ -52,8 +52,8 @@ def _ce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def _draw_lm_case(draw: Draw, b: int, t: int, v: int, ignore_share: float) -> Case:
     logits = draw.randn(b, t, v, scale=draw.choice((1.0, 3.0)))
-    targets = torch.randint(0, v, (b, t), generator=draw._gen).to(draw.device)
-    ignored = torch.rand(b, t, generator=draw._gen).to(draw.device) < ignore_share
+    targets = torch.randint(0, v, (b, t), generator=draw.tensor_generator).to(draw.device)
+    ignored = torch.rand(b, t, generator=draw.tensor_generator).to(draw.device) < ignore_share
     ignored[0] = False  # every position keeps at least one scored target (an all-ignored position is nan)
     targets = targets.masked_fill(ignored, IGNORE_INDEX)
     return Case((logits, targets), label=f"{int(ignored.sum())} targets ignored", atol=1e-5, rtol=1e-5)
@@ -101,7 +101,7 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         cases,
         mistakes=mistakes,
         match_dtype=False,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 
@@ -146,9 +146,7 @@ def check_causal_mean(
             v.cumsum(-2) / counts(v, -1).clamp(min=1)
         ),
     }
-    first_difference(
-        "causal_mean", fn, _causal_uniform, cases, mistakes=mistakes, seed=draw.seed if hidden else None
-    )
+    first_difference("causal_mean", fn, _causal_uniform, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
 __all__ = ["check_causal_mean", "check_per_position_loss"]

@@ -43,9 +43,7 @@ def check_attention(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
             torch.softmax(_masked_scores(q, k, causal, upper=True), dim=-1) @ v
         ),
     }
-    first_difference(
-        "attention", fn, _reference_attention, cases, mistakes=mistakes, seed=draw.seed if hidden else None
-    )
+    first_difference("attention", fn, _reference_attention, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
 def _reference_attention(q, k, v, causal=False):
@@ -130,7 +128,7 @@ def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, 
         _reference_error,
         cases,
         mistakes=mistakes,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 

@@ -325,10 +325,13 @@ class Child:
                 preexec_fn=preexec_fn,
             )
         except BaseException:
-            os.close(self._to_child), os.close(self._from_child)
+            os.close(self._to_child)
+            os.close(self._from_child)
             raise
         finally:
-            os.close(to_child_r), os.close(from_child_w), log.close()
+            os.close(to_child_r)
+            os.close(from_child_w)
+            log.close()
         self.failed_cell: int | None = None
         self.cell_errors: dict[int, str] = {}
         self.names: list[str] = []

@@ -1,6 +1,6 @@
 """Comparing a student's output with the reference, and saying what differs in words a student can act on.
 
-``run_cases`` is the loop every checker shares: for each drawn ``Case`` it calls the reference and the student's
+``first_difference`` is the loop every checker shares: for each drawn ``Case`` it calls the reference and the student's
 function on private copies of the arguments, compares (shape, dtype, device, then values within a tolerance),
 and on the first difference raises ``CheckFailed`` naming the case, a few expected and obtained numbers, the
 largest error and where it is, and a hint when the student's output equals a known-wrong variant (the variant
@@ -314,9 +314,8 @@ def first_difference(
             got = fn(*args, **kwargs)
         except CheckFailed:
             raise
-        except (
-            Exception
-        ) as err:  # the student's code raised: that is a failed case, reported with its arguments
+        # the student's code raised: that is a failed case, reported with its arguments
+        except Exception as err:
             did = getattr(err, "reported_as", None) or f"raised {error_text(err)}"
             if did.startswith("raised NotImplementedError"):
                 did += "\n  (the answer cell still holds the stub: replace `raise NotImplementedError()` with your code)"

@@ -134,9 +134,7 @@ def check_apply_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
                     max_start=draw.choice((0, 3000, 100000)),
                 )
             )
-    first_difference(
-        "apply_rope", fn, apply_rope, cases, mistakes=_rope_mistakes(), seed=draw.seed if hidden else None
-    )
+    first_difference("apply_rope", fn, apply_rope, cases, mistakes=_rope_mistakes(), seed=draw.quoted_seed)
 
 
 def check_rope_cos_sin(
@@ -190,7 +188,7 @@ def check_rope_cos_sin(
         cases,
         mistakes=mistakes,
         match_dtype=False,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 
@@ -231,7 +229,7 @@ def check_rope_scores(fn: Callable[..., torch.Tensor], *, hidden: bool = False, 
             lambda q, *a, **kw: scores(q, *a, **kw) / q.shape[-1] ** 0.5
         ),
     }
-    first_difference("rope_scores", fn, scores, cases, mistakes=mistakes, seed=draw.seed if hidden else None)
+    first_difference("rope_scores", fn, scores, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
 def apply_rope_speed_pool(draw: Draw, shape: tuple[int, ...]) -> list[tuple[tuple, dict]]:
@@ -262,7 +260,12 @@ def apply_rope_speed_ratio(
     draw = Draw(hidden=True, device=device)
     pool = apply_rope_speed_pool(draw, shape)
     first_difference(
-        "apply_rope", fn, apply_rope, [Case(a, k) for a, k in pool], mistakes=_rope_mistakes(), seed=draw.seed
+        "apply_rope",
+        fn,
+        apply_rope,
+        [Case(a, k) for a, k in pool],
+        mistakes=_rope_mistakes(),
+        seed=draw.quoted_seed,
     )
     ratio, ratios = speed_ratio(
         fn, reference or apply_rope, pool, device=draw.device, give_up_above=give_up_above

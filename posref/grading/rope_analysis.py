@@ -78,7 +78,7 @@ def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         _score_reference,
         cases,
         mistakes=mistakes,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )
 
 
@@ -107,9 +107,7 @@ def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
         "wrong pairing layout: 'half' pairs dims (i, i + D/2), 'interleaved' pairs dims (2i, 2i + 1)": other_layout,
         "these are squared lengths a^2 + b^2: take the square root": squared,
     }
-    first_difference(
-        "pair_norms", fn, _pair_norms_reference, cases, mistakes=mistakes, seed=draw.seed if hidden else None
-    )
+    first_difference("pair_norms", fn, _pair_norms_reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
 def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
@@ -169,9 +167,8 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
         "keep floor(p * r) frequencies (round down), not ceil(p * r)": ceiled,
     }
 
-    def float_floor(
-        inv_freq, p
-    ):  # floor of p * r as computed in floating point: one fewer where it falls short
+    # floor of p * r as computed in floating point: one fewer where it falls short
+    def float_floor(inv_freq, p):
         kept = math.floor(p * inv_freq.shape[0])
         return [p_rope_inv_freq(inv_freq, kept / inv_freq.shape[0])]
 
@@ -182,5 +179,5 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
         cases,
         mistakes=mistakes,
         accept=float_floor,
-        seed=draw.seed if hidden else None,
+        seed=draw.quoted_seed,
     )

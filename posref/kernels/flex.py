@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-from posref._checks import check_positive_int, check_same_device, check_tensor
+from posref._checks import check_nonnegative_int, check_positive_int, check_same_device, check_tensor
 from posref.relative import T5RelativeBias, t5_relative_position_bucket
 
 ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -27,8 +27,7 @@ ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tor
 def alibi_score_mod(slopes: torch.Tensor, *, q_offset: int = 0) -> ScoreMod:
     """ALiBi (arXiv 2108.12409): ``score - slope[h] * |(q_idx + q_offset) - kv_idx|``."""
     check_tensor("slopes", slopes)
-    if isinstance(q_offset, bool) or not isinstance(q_offset, int) or q_offset < 0:
-        raise ValueError(f"q_offset must be an int >= 0 (the key position of query 0), got {q_offset!r}")
+    check_nonnegative_int("q_offset", q_offset, means="the key position of query 0")
 
     def score_mod(score, b, h, q_idx, kv_idx):
         return score - slopes[h] * (q_idx + q_offset - kv_idx).abs()
@@ -43,7 +42,8 @@ def t5_score_mod(bias: T5RelativeBias, q_len: int, k_len: int) -> ScoreMod:
     The ``Tq + Tk - 1`` possible values of ``key - query`` are bucketed once into a ``(H, Tq + Tk - 1)`` table;
     the score_mod indexes it, so no ``(H, Tq, Tk)`` tensor is formed.
     """
-    check_positive_int("q_len", q_len), check_positive_int("k_len", k_len)
+    check_positive_int("q_len", q_len)
+    check_positive_int("k_len", k_len)
     if q_len > k_len:
         raise ValueError(
             f"t5_score_mod needs q_len <= k_len (queries sit at the last q_len key positions), got {q_len} > {k_len}"

@@ -153,7 +153,8 @@ def make_position_handler(
     ``t5_*`` to ``t5`` only.
     """
     check_choice("position method", method, POSITION_METHODS)
-    check_positive_int("d_model", d_model), check_positive_int("n_heads", n_heads)
+    check_positive_int("d_model", d_model)
+    check_positive_int("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
     if method == "learned":

@@ -105,6 +105,26 @@ def test_hidden_cases_change_between_runs_and_reproduce_from_their_seed():
     assert torch.equal(a.randn(5), again.randn(5)) and a.int(0, 10**9) == again.int(0, 10**9)
 
 
+def test_only_hidden_draws_quote_their_seed_and_the_tensor_generator_reproduces_from_it():
+    assert Draw(hidden=False).quoted_seed is None and Draw(hidden=True, seed=7).quoted_seed == 7
+    a, again = Draw(hidden=True, seed=7), Draw(hidden=True, seed=7)
+    a.randn(3)
+    again.randn(3)
+    drawn = torch.randint(0, 10**6, (8,), generator=a.tensor_generator)
+    assert torch.equal(drawn, torch.randint(0, 10**6, (8,), generator=again.tensor_generator))
+
+
+def test_a_failing_hidden_case_quotes_the_seed_and_a_visible_one_does_not():
+    def wrong(x, cos, sin, layout="half"):
+        return x
+
+    with pytest.raises(CheckFailed, match="cases drawn with seed [0-9]+"):
+        grading.check_apply_rope(wrong, hidden=True)
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_apply_rope(wrong)
+    assert "seed" not in str(failure.value).split("\n")[0]
+
+
 def test_an_untouched_stub_is_named_as_such():
     def stub(x, cos, sin, layout="half"):
         raise NotImplementedError()
@@ -125,7 +145,8 @@ def test_in_place_changes_to_inputs_do_not_leak_into_the_reference_and_are_repor
     # the output is compared with a reference computed on untouched inputs, and the change itself is named
     def destructive(x, cos, sin, layout="half"):
         out = posref.apply_rope(x, cos, sin, layout=layout)
-        x.zero_(), cos.zero_()
+        x.zero_()
+        cos.zero_()
         return out
 
     with pytest.raises(CheckFailed, match=r"the output is right, but the call changed argument 1") as failure:

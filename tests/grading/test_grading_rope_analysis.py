@@ -99,9 +99,8 @@ def test_hidden_cases_catch_what_visible_ones_cannot():
     # far distances expose float32 angles
     check_score_by_distance(score_float32_angles)
     with pytest.raises(CheckFailed, match="float64"):
-        for _ in range(
-            5
-        ):  # each hidden draw has far distances with high probability; five draws make it certain
+        # each hidden draw has far distances with high probability; five draws make it certain
+        for _ in range(5):
             check_score_by_distance(score_float32_angles, hidden=True)
 
 

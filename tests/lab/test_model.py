@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from posref import SCALING_METHODS, scaled_dot_product_attention
+from posref import scaled_dot_product_attention
 from posref.lab.model import TinyDecoder, build_model, causal_attention
 
 VOCAB = 11
@@ -91,9 +91,6 @@ def test_with_positions_keeps_every_weight_and_leaves_the_original_alone():
     assert dropped.config()["positions"] == {"method": "nope"}
 
 
-@pytest.mark.skipif(
-    "linear" not in SCALING_METHODS, reason="the 'linear' scaling method is not registered yet"
-)
 def test_rope_scaling_swap_equals_reading_positions_slower():
     # linear scaling (PI, arXiv 2306.15595) by s divides every frequency by s: at position s*p a scaled model
     # sees exactly the angles the original saw at p
