@@ -95,7 +95,7 @@ from nbclient import NotebookClient
 spec = KernelSpecManager().get_kernel_spec("python3")  # the name every course notebook asks for
 print(f"kernelspec python3: {spec.argv[:3]} from {spec.resource_dir}")
 nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-    "import sys, torch, posref.widgets; print(sys.executable, torch.__version__, torch.cuda.is_available())")])
+    "import sys, torch, posref.explorers; print(sys.executable, torch.__version__, torch.cuda.is_available())")])
 NotebookClient(nb, timeout=90).execute()
 said = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stdout").split()
 print(f"a kernel ran a cell: python {said[0]}, torch {said[1]}, CUDA {said[2]}")

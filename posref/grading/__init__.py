@@ -12,7 +12,7 @@ Writing a checker for a new function takes a case list and one call::
         cases = [Case((draw.randn(3, 4),)) for _ in range(draw.n(3, 30))]
         first_difference("thing", fn, posref.thing, cases, mistakes={"hint": wrong_variant})
 
-This package imports the posref core only (never widgets, notebooks or training).
+This package imports the posref core only (never explorers, notebooks or training).
 """
 
 from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe

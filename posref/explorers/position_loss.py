@@ -1,13 +1,12 @@
 """The length lab's explorer: the loss at each position of trained models, by evaluation length.
 
 Notebooks 06 and 08 train (or load) tiny decoders at length ``L = 64`` and read them at longer lengths; a single
-number per length hides *where* a model breaks, the curve of loss against position shows it. Two parts, as in
-``posref.widgets`` (this module is separate because it reads checkpoints and runs models, which the core
-explorers never do):
+number per length hides *where* a model breaks, the curve of loss against position shows it. Two parts (this is
+the one explorer that reads checkpoints and runs models, so the one that imports the lab):
 
 * ``LossCurves``: the ``(T,)`` per-position validation loss of named models (by default the six shipped
-  checkpoints of ``posref.lab.checkpoints``), computed with ``posref.lab.evaluate.evaluate_lengths`` on the first request
-  and cached per ``(model, length)``; the shipped JSON records hold whole-window losses only, not curves;
+  checkpoints of ``posref.lab.checkpoints``), computed with ``posref.lab.evaluate.evaluate_lengths`` on the
+  first request and cached per ``(model, length)``; the shipped JSON records hold whole-window losses only;
 * ``position_loss_figure`` (plain curves -> ``Figure``) and ``position_loss_explorer`` (an ``Explorer`` with a
   model list, a length menu and a smoothing slider).
 
@@ -28,10 +27,10 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from posref._checks import check_positive_int
+from posref.explorers.base import DPI, Explorer
 from posref.lab.checkpoints import CHECKPOINT_METHODS, EVAL_LENGTHS, TRAIN_LEN, load_checkpoint
 from posref.lab.evaluate import evaluate_lengths
 from posref.lab.tasks import load_char_corpus
-from posref.widgets import _DPI, Explorer
 
 __all__ = ["LossCurves", "moving_average", "position_loss_explorer", "position_loss_figure"]
 
@@ -159,7 +158,7 @@ def position_loss_figure(
     if length is not None and smooth > length:
         raise ValueError(f"smooth must be <= the curves' length {length}, got {smooth}")
 
-    fig = Figure(figsize=(11, 4.6), dpi=_DPI)
+    fig = Figure(figsize=(11, 4.6), dpi=DPI)
     ax = fig.add_subplot()
     for i, (name, curve) in enumerate(drawn.items()):
         x, y = moving_average(curve, smooth)

@@ -1,4 +1,5 @@
-"""posref.lab_widgets: per-position losses of the shipped checkpoints, their figure, and the explorer.
+"""posref.explorers.position_loss: per-position losses of the shipped checkpoints, their figure, and the
+explorer.
 
 The independent facts: the whole-window losses recorded in each checkpoint's JSON when it was trained (128
 validation windows at length 64), a per-position loss written out here with ``log_softmax`` and a loop over
@@ -11,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_widgets import assert_pixels_differ, by_gid, run_headless, shown_png
+from explorer_helpers import assert_pixels_differ, by_gid, run_headless, shown_png
 from torch import nn
 
-from posref import lab_widgets as LW
+from posref.explorers import position_loss as PL
 from posref.lab.checkpoints import checkpoint_info, load_checkpoint
 from posref.lab.tasks import lm_eval_batches, load_char_corpus
 
@@ -41,17 +42,17 @@ def loop_moving_average(curve: np.ndarray, width: int) -> np.ndarray:
 def test_moving_average_is_the_mean_of_the_last_width_positions() -> None:
     curve = np.random.default_rng(0).normal(size=50)
     for width in (1, 2, 7, 50):
-        x, y = LW.moving_average(curve, width)
+        x, y = PL.moving_average(curve, width)
         np.testing.assert_array_equal(x, np.arange(width - 1, 50))
         np.testing.assert_allclose(y, loop_moving_average(curve, width), rtol=1e-12, atol=1e-12)
     step = np.r_[np.zeros(20), np.ones(20)]  # a jump at position 20 starts at 20 in the average
-    x, y = LW.moving_average(step, 8)
+    x, y = PL.moving_average(step, 8)
     assert x[np.flatnonzero(y > 0)[0]] == 20
 
 
 @pytest.mark.parametrize("name", ["rope", "learned", "alibi"])
 def test_curves_reproduce_the_loss_recorded_when_the_checkpoint_was_trained(name: str) -> None:
-    curve = LW.LossCurves(n_windows=128).curve(name, 64)
+    curve = PL.LossCurves(n_windows=128).curve(name, 64)
     assert curve.shape == (64,)
     recorded = checkpoint_info(name)["eval"]["lengths"]["64"]["loss"]  # rounded to 4 decimals
     assert curve.mean().item() == pytest.approx(recorded, abs=6e-5)
@@ -59,7 +60,7 @@ def test_curves_reproduce_the_loss_recorded_when_the_checkpoint_was_trained(name
 
 def test_curve_is_the_mean_loss_at_each_position_over_the_windows() -> None:
     model = load_checkpoint("nope")
-    curve = LW.LossCurves({"nope": model}, n_windows=6, seed=3).curve("nope", 40)
+    curve = PL.LossCurves({"nope": model}, n_windows=6, seed=3).curve("nope", 40)
     val = load_char_corpus().val
     losses = []
     with torch.no_grad():
@@ -79,7 +80,7 @@ def test_curves_are_cached_and_factories_get_the_length() -> None:
         asked.append(T)
         return counting
 
-    source = LW.LossCurves({"rope": at_length}, n_windows=8)
+    source = PL.LossCurves({"rope": at_length}, n_windows=8)
     first = source.curve("rope", 32)
     calls = counting.calls
     assert calls == 1 and asked == [32]  # 8 windows: one batch of 16 or fewer
@@ -91,10 +92,10 @@ def test_curves_are_cached_and_factories_get_the_length() -> None:
 
 
 def test_a_model_that_cannot_run_gets_a_note_instead_of_a_curve() -> None:
-    source = LW.LossCurves(n_windows=1)
+    source = PL.LossCurves(n_windows=1)
     curves = source.curves(["learned", "alibi"], 520)  # the learned table has 512 rows
     assert isinstance(curves["learned"], str) and "outside the learned table" in curves["learned"]
-    fig = LW.position_loss_figure(curves)
+    fig = PL.position_loss_figure(curves)
     assert [line.get_gid() for line in fig.axes[0].lines] == ["alibi", "train_len"]
     assert "learned: no curve" in fig.axes[0].texts[0].get_text()
 
@@ -102,7 +103,7 @@ def test_a_model_that_cannot_run_gets_a_note_instead_of_a_curve() -> None:
 def test_figure_draws_each_curve_smoothed_with_its_means_and_the_training_length() -> None:
     rng = np.random.default_rng(1)
     curves = {"a": rng.uniform(1, 2, 100), "b": np.r_[np.full(64, 1.0), np.full(36, 3.0)]}
-    fig = LW.position_loss_figure(curves, train_len=64, smooth=5)
+    fig = PL.position_loss_figure(curves, train_len=64, smooth=5)
     for name, curve in curves.items():
         line = by_gid(fig, name)
         np.testing.assert_array_equal(line.get_xdata(), np.arange(4, 100))
@@ -116,7 +117,7 @@ def test_figure_draws_each_curve_smoothed_with_its_means_and_the_training_length
 
 
 def test_loss_explorer_reacts_to_models_length_and_smoothing() -> None:
-    explorer = LW.position_loss_explorer(lengths=(32, 96), selected=("rope", "nope"), n_windows=4, seed=1)
+    explorer = PL.position_loss_explorer(lengths=(32, 96), selected=("rope", "nope"), n_windows=4, seed=1)
     assert set(explorer.controls) == {"methods", "length", "smooth"}
     assert explorer.values() == {"methods": ("rope", "nope"), "length": 96, "smooth": 8}
     shown = [line.get_gid() for line in explorer.figure.axes[0].lines]
@@ -139,7 +140,7 @@ def test_loss_explorer_reacts_to_models_length_and_smoothing() -> None:
 
 def test_loss_explorer_takes_the_notebooks_models() -> None:
     rope = load_checkpoint("rope")
-    explorer = LW.position_loss_explorer(
+    explorer = PL.position_loss_explorer(
         {"RoPE": rope, "DroPE (not recalibrated)": rope.with_positions("nope")}, lengths=(48,), n_windows=2
     )
     assert explorer.values()["methods"] == ("RoPE", "DroPE (not recalibrated)")
@@ -153,17 +154,17 @@ def test_loss_explorer_takes_the_notebooks_models() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: LW.LossCurves({}), "models must be a non-empty dict"),
-        (lambda: LW.LossCurves({"x": 3}), "models must map names"),
-        (lambda: LW.LossCurves(seed=-1), "seed must be an int >= 0"),
-        (lambda: LW.LossCurves(n_windows=0), "n_windows must be a positive int"),
-        (lambda: LW.position_loss_explorer(lengths=()), "lengths must be a non-empty list"),
-        (lambda: LW.position_loss_explorer(lengths=(64, 1)), "lengths must be ints >= 2"),
-        (lambda: LW.position_loss_explorer(lengths=(64,), length=128), "length must be one of lengths"),
-        (lambda: LW.position_loss_explorer(selected=("rotary",)), r"selected names \['rotary'\]"),
-        (lambda: LW.position_loss_figure({"a": np.ones(10), "b": np.ones(12)}), "one length T"),
-        (lambda: LW.position_loss_figure({"a": np.ones(10)}, smooth=11), "smooth must be <="),
-        (lambda: LW.moving_average(np.ones((2, 3)), 1), "curve must be 1-D"),
+        (lambda: PL.LossCurves({}), "models must be a non-empty dict"),
+        (lambda: PL.LossCurves({"x": 3}), "models must map names"),
+        (lambda: PL.LossCurves(seed=-1), "seed must be an int >= 0"),
+        (lambda: PL.LossCurves(n_windows=0), "n_windows must be a positive int"),
+        (lambda: PL.position_loss_explorer(lengths=()), "lengths must be a non-empty list"),
+        (lambda: PL.position_loss_explorer(lengths=(64, 1)), "lengths must be ints >= 2"),
+        (lambda: PL.position_loss_explorer(lengths=(64,), length=128), "length must be one of lengths"),
+        (lambda: PL.position_loss_explorer(selected=("rotary",)), r"selected names \['rotary'\]"),
+        (lambda: PL.position_loss_figure({"a": np.ones(10), "b": np.ones(12)}), "one length T"),
+        (lambda: PL.position_loss_figure({"a": np.ones(10)}, smooth=11), "smooth must be <="),
+        (lambda: PL.moving_average(np.ones((2, 3)), 1), "curve must be 1-D"),
     ],
 )
 def test_bad_input_is_a_clear_error(call, message: str) -> None:
@@ -174,7 +175,7 @@ def test_bad_input_is_a_clear_error(call, message: str) -> None:
 HEADLESS = """
 import sys
 import matplotlib
-from posref.lab_widgets import position_loss_explorer
+from posref.explorers import position_loss_explorer
 
 explorer = position_loss_explorer(lengths=(16,), selected=("rope",), n_windows=1)
 before = explorer.png
@@ -192,9 +193,9 @@ def test_the_explorer_works_headless() -> None:
 
 def test_loss_explorer_first_shows_the_longest_length_up_to_four_times_the_training_length() -> None:
     # 4 L = 256 with L = 64: past that most methods have failed and the picture says little more
-    first = LW.position_loss_explorer(lengths=(64, 128, 256, 512), selected=("nope",), n_windows=1)
+    first = PL.position_loss_explorer(lengths=(64, 128, 256, 512), selected=("nope",), n_windows=1)
     assert first.values()["length"] == 256
     assert (
-        LW.position_loss_explorer(lengths=(300, 400), selected=("nope",), n_windows=1).values()["length"]
+        PL.position_loss_explorer(lengths=(300, 400), selected=("nope",), n_windows=1).values()["length"]
         == 300
     )

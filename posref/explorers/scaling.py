@@ -1,0 +1,267 @@
+"""Notebook 07's explorer: what a context-extension method does to each frequency pair of a head.
+
+Each pair is kept, blended or interpolated (``posref.inspector``'s classification) by PI (arXiv 2306.15595),
+NTK-aware, NTK-by-parts and YaRN (arXiv 2309.00071) or Llama 3 (arXiv 2407.21783; the band rule is in Meta's
+code). The figure is built once by the explorer and updated in place when the method or the factor changes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from posref._checks import check_base, check_choice, check_positive_int
+from posref.config import RopeConfig
+from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, log_slider
+from posref.inspector import Inspection, inspect_rope
+
+__all__ = [
+    "LLAMA31_BANDS",
+    "SCALING_EXPLORER_METHODS",
+    "scaling_dict",
+    "scaling_explorer",
+    "scaling_figure",
+    "scaling_inspection",
+]
+
+
+# the registry's methods that need nothing but a factor and the original length (dynamic NTK also needs the
+# current length and equals ``ntk`` at ``alpha = factor``; LongRoPE needs searched per-pair factors)
+SCALING_EXPLORER_METHODS = {
+    "linear": "linear (Position Interpolation)",
+    "ntk": "ntk (NTK-aware)",
+    "ntk_by_parts": "ntk_by_parts",
+    "yarn": "yarn (transformers' index ramp)",
+    "llama3": "llama3 (bands 1, 4 as Llama 3.1)",
+}
+LLAMA31_BANDS = {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+_KIND_COLOURS = {
+    "kept": "tab:green",
+    "blended": "tab:orange",
+    "interpolated": "tab:blue",
+    "beyond": "tab:purple",
+    "faster": "tab:red",
+}
+
+
+def _check_factor(factor: object) -> float:
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not 1.0 <= factor < math.inf:
+        raise ValueError(
+            f"factor must be a finite number >= 1 (how much the context is stretched), got {factor!r}"
+        )
+    return float(factor)
+
+
+def _check_betas(betas: object) -> tuple[float, float]:
+    if (
+        not isinstance(betas, tuple | list)
+        or len(betas) != 2
+        or not all(isinstance(b, numbers.Real) and not isinstance(b, bool) and b > 0 for b in betas)
+        or not betas[0] > betas[1]
+    ):
+        raise ValueError(
+            f"betas must be (beta_fast, beta_slow), two numbers > 0 with beta_fast > beta_slow (turns within "
+            f"the original length; YaRN's defaults are (32, 1)), got {betas!r}"
+        )
+    return float(betas[0]), float(betas[1])
+
+
+def scaling_dict(
+    method: str, factor: float, original_len: int, *, betas: tuple[float, float] = (32.0, 1.0)
+) -> dict[str, Any]:
+    """The ``rope_scaling`` dict the scaling explorer uses for ``method`` at ``factor`` -> a posref scaling dict.
+
+    ``method`` is one of ``SCALING_EXPLORER_METHODS``; ``original_len`` is ``L``; ``betas`` are ``(beta_fast,
+    beta_slow)`` for ``ntk_by_parts`` and ``yarn``; ``llama3`` uses Llama 3.1's bands ``LLAMA31_BANDS``.
+    """
+    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    factor = _check_factor(factor)
+    check_positive_int("original_len", original_len)
+    beta_fast, beta_slow = _check_betas(betas)
+    if method in ("linear", "ntk"):
+        return {"rope_type": method, "factor": factor}
+    scaling = {"rope_type": method, "factor": factor, "original_max_position_embeddings": original_len}
+    if method == "llama3":
+        return {**scaling, **LLAMA31_BANDS}
+    return {**scaling, "beta_fast": beta_fast, "beta_slow": beta_slow}
+
+
+def scaling_inspection(
+    method: str,
+    factor: float,
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+) -> Inspection:
+    """``posref.inspector``'s per-pair picture of ``method`` at ``factor`` for one head (no model config needed).
+
+    The returned ``Inspection`` has the plain and scaled ``inv_freq`` ``(head_dim/2,)``, their ratio
+    ``rho_i = w_i / w'_i`` (1: kept, ``factor``: interpolated, between: blended) and each pair's kind.
+    Defaults: Llama 3.1 8B's head (``head_dim`` 128, base 500000, trained at ``L`` = 8192).
+    """
+    check_dim("head_dim", head_dim)
+    scaling = scaling_dict(method, factor, original_len, betas=betas)
+    rope = RopeConfig(head_dim=head_dim, base=check_base("base", base), scaling=scaling)
+    return inspect_rope(rope, name=SCALING_EXPLORER_METHODS[method])
+
+
+class _ScalingView:
+    """``scaling_figure`` as a figure kept between slider moves: ``view(method, factor)`` updates it in place
+    (line and scatter data, the factor's lines and ticks, legends, titles); what depends only on the head (the
+    plain wavelengths, the shading, ``L``) is drawn once."""
+
+    def __init__(
+        self,
+        head_dim: int = 128,
+        base: float = 500000.0,
+        original_len: int = 8192,
+        *,
+        betas: tuple[float, float] = (32.0, 1.0),
+    ) -> None:
+        self.head_dim = check_dim("head_dim", head_dim)
+        self.base = check_base("base", base)
+        self.original_len = check_positive_int("original_len", original_len)
+        self.betas = _check_betas(betas)
+        plain = scaling_inspection("linear", 1.0, head_dim, base, original_len, betas=betas)
+        before = plain.wavelengths()[0].numpy()
+        self.pairs = pairs = np.arange(len(before))
+
+        fig = self.figure = Figure(figsize=(12, 4.6), dpi=DPI)
+        ax_w, ax_r = self.ax_w, self.ax_r = fig.subplots(1, 2)
+        untouched = pairs[before > original_len]
+        for ax in (ax_w, ax_r):
+            if len(untouched):
+                ax.axvspan(untouched[0] - 0.5, pairs[-1] + 0.5, color="0.93", zorder=0)
+        (self.before,) = ax_w.semilogy(pairs, before, color="0.45", lw=1.2, gid="before", label="plain RoPE")
+        (self.after,) = ax_w.semilogy(pairs, before, color="k", lw=0.8, gid="after",
+                                      label="scaled (points coloured by kind)")  # fmt: skip
+        self.points: dict[str, tuple[Any, Any]] = {}
+        for kind, colour in _KIND_COLOURS.items():
+            self.points[kind] = (
+                ax_w.scatter([], [], s=14, color=colour, zorder=3),
+                ax_r.scatter([], [], s=14, color=colour, zorder=3, gid=kind),
+            )
+        ax_w.axhline(
+            original_len,
+            color="k",
+            ls="--",
+            lw=1,
+            gid="original",
+            label=f"original length L = {original_len:,}",
+        )
+        self.target = ax_w.axhline(original_len, color="k", ls=":", lw=1, gid="target")
+        ax_w.set_xlabel("pair i (0 = fastest); shaded: never a full turn within L")
+        ax_w.set_ylabel("wavelength 2π / w_i (tokens)")
+        ax_w.set_title("wavelength per pair: grey before, coloured after", fontsize=9)
+        ax_r.axhline(1.0, color="tab:green", lw=0.8, ls="--")
+        self.factor_line = ax_r.axhline(1.0, color="tab:blue", lw=0.8, ls="--")
+        ax_r.set_yscale("log")
+        ax_r.minorticks_off()
+        ax_r.set_xlabel("pair i (0 = fastest)")
+        ax_r.set_ylabel("w_i / w'_i (1 = kept, s = interpolated)")
+        self.ratio_title = ax_r.set_title("", fontsize=9)
+        for ax in (ax_w, ax_r):
+            ax.set_xlim(-0.5, pairs[-1] + 0.5)
+        self.suptitle = fig.suptitle("", fontsize=10)
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.84, wspace=0.2)
+
+    def __call__(self, method: str, factor: float) -> Figure:
+        inspection = scaling_inspection(
+            method, factor, self.head_dim, self.base, self.original_len, betas=self.betas
+        )
+        factor = float(factor)
+        before, after = (w.numpy() for w in inspection.wavelengths())
+        ratio = inspection.ratio.numpy()
+        kinds = np.array(inspection.kinds())
+        pairs, ax_w, ax_r = self.pairs, self.ax_w, self.ax_r
+        self.before.set_ydata(before)
+        self.after.set_ydata(after)
+        for kind, (on_w, on_r) in self.points.items():
+            chosen = kinds == kind
+            on_w.set_offsets(np.stack((pairs[chosen], after[chosen]), axis=1))
+            on_r.set_offsets(np.stack((pairs[chosen], ratio[chosen]), axis=1))
+            on_r.set_label(f"{kind}: {int(chosen.sum())}" if chosen.any() else f"_{kind}")  # "_": no legend
+        self.target.set_ydata([factor * self.original_len] * 2)
+        self.target.set_label(f"stretched length s·L = {factor * self.original_len:,.0f}")
+        ax_w.relim()
+        ax_w.autoscale_view(scalex=False)
+        ax_w.legend(fontsize=8, loc="upper left")
+        self.factor_line.set_ydata([factor] * 2)
+        lo, hi = min(ratio.min(), 1.0) / 1.15, max(ratio.max(), factor) * 1.15
+        ticks = sorted(
+            {2.0**k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)} | {factor}
+        )
+        ax_r.set_yticks([t for t in ticks if lo <= t <= hi], [f"{t:g}" for t in ticks if lo <= t <= hi])
+        ax_r.set_ylim(lo, hi)
+        ax_r.legend(fontsize=8, loc="upper left")
+        self.ratio_title.set_text(f"how much each pair is slowed down (dashed: 1 and s = {factor:g})")
+        counts = inspection.counts()
+        summary = ", ".join(f"{counts[k]} {k}" for k in _KIND_COLOURS if counts[k])
+        self.suptitle.set_text(
+            f"{inspection.name}, s = {factor:g}: head_dim {self.head_dim}, base {self.base:g}, "
+            f"L = {self.original_len:,}\n"
+            f"{summary} (of {len(pairs)} pairs); attention factor {inspection.attention_factor:.4g}"
+        )
+        return self.figure
+
+
+def scaling_figure(
+    method: str,
+    factor: float,
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+) -> Figure:
+    """What ``method`` at ``factor`` does to every frequency pair of a head (see ``scaling_inspection``).
+
+    Left: each pair's wavelength ``2 pi / w_i`` in tokens before (grey line, gid ``"before"``) and after scaling
+    (points coloured by kind, gid ``"after"``), log scale, with the original length ``L`` (gid ``"original"``)
+    and the stretched one ``factor * L`` (gid ``"target"``): pairs whose plain wavelength exceeds ``L`` (shaded)
+    never completed a turn in training. Right: the ratio ``rho_i = w_i / w'_i``, one scatter per kind (gids
+    ``"kept"``, ``"blended"``, ``"interpolated"``, ``"beyond"``, ``"faster"``; a kind no pair has is an empty
+    scatter, left out of the legend), with lines at 1 and at ``factor``. The title counts the pairs of each kind.
+    Papers: PI arXiv 2306.15595; NTK-aware, NTK-by-parts and YaRN arXiv 2309.00071; Llama 3 arXiv 2407.21783
+    (the band rule is in Meta's code).
+    """
+    # a bad method or factor is an error before anything is drawn
+    scaling_dict(method, factor, original_len, betas=betas)
+    return _ScalingView(head_dim, base, original_len, betas=betas)(method, factor)
+
+
+def scaling_explorer(
+    head_dim: int = 128,
+    base: float = 500000.0,
+    original_len: int = 8192,
+    *,
+    betas: tuple[float, float] = (32.0, 1.0),
+    method: str = "llama3",
+    factor: float = 8.0,
+) -> Explorer:
+    """Per-pair effect of a scaling method, with a ``method`` menu and a ``factor`` slider (log scale, 1 to 64);
+    see ``scaling_figure``. Defaults: Llama 3.1 8B's head with its own method and factor."""
+    check_dim("head_dim", head_dim)
+    base = check_base("base", base)
+    check_positive_int("original_len", original_len)
+    _check_betas(betas)
+    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    factor = _check_factor(factor)
+    controls = {
+        "method": widgets.Dropdown(
+            options=[(label, name) for name, label in SCALING_EXPLORER_METHODS.items()],
+            value=method,
+            description="method",
+            layout=widgets.Layout(width=SLIDER_WIDTH),
+        ),
+        "factor": log_slider("factor s", factor, base=2, lo=0, hi=max(6, math.log2(factor)), step=0.25),
+    }
+    view = _ScalingView(head_dim, base, original_len, betas=betas)  # one figure, updated in place
+    return Explorer(view, controls, name="scaling")

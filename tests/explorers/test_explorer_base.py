@@ -1,0 +1,126 @@
+"""posref.explorers.base: the Explorer widget driven from Python, its static figure, and what makes the heavy
+explorers' slider moves cheap (one figure kept and redrawn on its own canvas, never rebuilt).
+
+No test here reads a clock: how much a kept figure saves is measured by ``python -m posref.bench --suite
+explorers`` (a ratio within one run).
+"""
+
+from __future__ import annotations
+
+import base64
+
+import ipywidgets as widgets
+import pytest
+from explorer_helpers import run_headless, shown_png
+from matplotlib.figure import Figure
+
+from posref.explorers import (
+    bias_heatmap_explorer,
+    fingerprint_explorer,
+    rope_pair_explorer,
+    scaling_explorer,
+)
+from posref.explorers.base import Explorer, figure_png, int_slider
+
+
+def counting_explorer() -> tuple[Explorer, list[dict]]:
+    """An explorer over a draw function that records every call's arguments."""
+    calls: list[dict] = []
+
+    def draw(**values) -> Figure:
+        calls.append(values)
+        fig = Figure(figsize=(2, 1))
+        fig.text(0.5, 0.5, repr(values))
+        return fig
+
+    controls = {"a": int_slider("a", 0, 0, 9), "b": int_slider("b", 0, 0, 9)}
+    return Explorer(draw, controls, name="counting", fixed={"c": "fixed"}), calls
+
+
+def test_an_explorer_draws_once_per_move_with_its_fixed_arguments() -> None:
+    explorer, calls = counting_explorer()
+    assert calls == [{"c": "fixed", "a": 0, "b": 0}] and explorer.redraws == 1
+    assert explorer.a is explorer.controls["a"] and explorer.a.continuous_update is False
+    explorer.b.value = 4
+    assert calls[-1] == {"c": "fixed", "a": 0, "b": 4} and explorer.redraws == 2
+    explorer.set(a=7, b=1)  # two sliders, one redraw
+    assert calls[-1] == {"c": "fixed", "a": 7, "b": 1} and explorer.redraws == 3
+    assert explorer.values() == {"a": 7, "b": 1}
+    assert shown_png(explorer) == explorer.png == figure_png(explorer.figure)
+    with pytest.raises(ValueError, match=r"unknown control\(s\) \['z'\]; this explorer has \['a', 'b'\]"):
+        explorer.set(z=3)
+    assert explorer.redraws == 3
+
+
+def test_a_control_may_not_hide_an_attribute_of_the_widget() -> None:
+    with pytest.raises(ValueError, match="control name 'children' clashes"):
+        Explorer(lambda children: Figure(), {"children": int_slider("c", 0, 0, 1)}, name="clash")
+
+
+def test_static_copy_in_the_mimebundle() -> None:
+    explorer = fingerprint_explorer(dim=8)
+    bundle = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert base64.b64decode(bundle["image/png"]) == explorer.png
+    assert "posref-explorer" in explorer._dom_classes
+    assert "posref-fingerprint-explorer" in explorer._dom_classes
+    assert isinstance(explorer.children[0], widgets.HBox) and explorer.children[1] is explorer.output
+
+
+@pytest.mark.parametrize(
+    ("make", "moves"),
+    [
+        (rope_pair_explorer, [{"m": 4, "n": 7}, {"pair": 2}, {"m": 30, "n": 1}]),
+        (bias_heatmap_explorer, [{"head": 3}, {"head": 7}, {"head": 0}]),
+        (scaling_explorer, [{"method": "yarn"}, {"factor": 2.0}, {"method": "linear", "factor": 32.0}]),
+    ],
+    ids=["rope_pair", "bias", "scaling"],
+)
+def test_heavy_explorers_redraw_one_figure_on_one_canvas_and_never_rebuild_it(
+    make, moves, monkeypatch
+) -> None:
+    # what makes a move cheap: no Figure is built, the Agg canvas (and its renderer, which caches text layouts)
+    # is the one the first render made, and no artist piles up (each move sets data on the artists it has)
+    explorer = make()
+    figure, canvas = explorer.figure, explorer.figure.canvas
+    renderer = canvas.get_renderer()
+    artists = [len(ax.get_children()) for ax in figure.axes]
+    built = []
+    original_init = Figure.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "__init__", counting_init)
+    for values in moves:
+        png = explorer.png
+        explorer.set(**values)
+        assert explorer.png != png, f"{values}: the picture did not change"
+    monkeypatch.undo()
+    assert built == [], f"{len(built)} figure(s) built by {len(moves)} slider moves"
+    assert explorer.figure is figure and figure.canvas is canvas
+    assert canvas.get_renderer() is renderer
+    assert [len(ax.get_children()) for ax in figure.axes] == artists
+
+
+HEADLESS = """
+import sys
+import matplotlib
+from posref import explorers as E
+
+explorers = [E.fingerprint_explorer(), E.rope_pair_explorer(), E.bias_heatmap_explorer(), E.decay_explorer(),
+             E.scaling_explorer()]
+changes = [("position", 50), ("m", 9), ("head", 4), ("seed", 2), ("method", "ntk")]
+for explorer, (name, value) in zip(explorers, changes, strict=True):
+    before = explorer.png
+    explorer.controls[name].value = value
+    assert explorer.png[:8] == b"\\x89PNG\\r\\n\\x1a\\n" and explorer.png != before, name
+assert matplotlib.get_backend().lower() == "agg", matplotlib.get_backend()
+assert "matplotlib.pyplot" not in sys.modules, "the explorers must not touch pyplot state"
+print("headless ok")
+"""
+
+
+def test_every_explorer_works_headless() -> None:
+    run_headless(HEADLESS)
