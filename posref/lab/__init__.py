@@ -7,7 +7,7 @@ evaluated long.
 * ``train``: the training loop (``from posref.lab.train import TrainConfig, train``; not re-exported here, so
   that loading a model never imports training);
 * ``evaluate``: loss and accuracy per position and per evaluation length;
-* ``checkpoints``: the shipped models, ``python -m posref.lab.checkpoints`` retrains them.
+* ``checkpoints``: the shipped models, ``posref train-checkpoints`` retrains them.
 
 The lab imports the core (``posref.absolute``, ``posref.relative``, ``posref.rope``), never the reverse.
 """

@@ -2,7 +2,7 @@
 
 Regenerate them all with (see data/README.md for the time it takes)::
 
-    python -m posref.lab.checkpoints --out data/checkpoints
+    posref train-checkpoints --out data/checkpoints
 
 Each checkpoint is ``<name>.pt`` (the state dict in float16) and ``<name>.json`` (the model config, the
 training settings, the loss of every step, and the evaluation at 64/128/256/512 of the saved weights on the
@@ -58,7 +58,7 @@ def checkpoint_info(name: str, directory: str | Path | None = None) -> dict[str,
     if not meta_path.exists():
         raise FileNotFoundError(
             f"no checkpoint {name!r} in {meta_path.parent}; expected one of {', '.join(CHECKPOINT_METHODS)} "
-            f"(regenerate with `python -m posref.lab.checkpoints --out {meta_path.parent}`)"
+            f"(regenerate with `posref train-checkpoints --out {meta_path.parent}`)"
         )
     return json.loads(meta_path.read_text())
 
@@ -125,8 +125,9 @@ def train_checkpoint(
     return record
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The regeneration options, shared by ``python -m posref.lab.checkpoints`` and a ``posref`` subcommand."""
+def add_train_checkpoints(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``posref train-checkpoints`` (the regeneration command) on ``posref.cli``'s subparsers."""
+    parser = subparsers.add_parser("train-checkpoints", help="retrain the lab's shipped checkpoints")
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="directory to write <name>.pt/.json")
     parser.add_argument(
         "--methods", nargs="+", default=list(CHECKPOINT_METHODS), choices=list(CHECKPOINT_METHODS)
@@ -140,6 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch threads (default 1: a second thread gains ~1.5x on an idle 2-core machine but loses "
         "several times that when the cores are shared)",
     )
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,20 +157,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name:<11} {record['train']['seconds']:6.1f} s   loss {losses}", flush=True)
     print(f"total {time.perf_counter() - start:.0f} s")
     return 0
-
-
-def add_train_checkpoints(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``posref train-checkpoints`` on a ``posref.cli``-style subparser set."""
-    parser = subparsers.add_parser("train-checkpoints", help="retrain the lab's shipped checkpoints")
-    add_arguments(parser)
-    parser.set_defaults(handler=run)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Train the lab's checkpoints (one per position method).")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -5,13 +5,13 @@ import json
 import pytest
 import torch
 
+from posref import cli
 from posref.lab.checkpoints import (
     CHECKPOINT_DIR,
     CHECKPOINT_METHODS,
     EVAL_LENGTHS,
     checkpoint_info,
     load_checkpoint,
-    main,
     save_checkpoint,
 )
 from posref.lab.evaluate import evaluate_lengths
@@ -63,7 +63,22 @@ def test_save_and_load_round_trip(tmp_path):
 
 @pytest.mark.slow  # trains 3 steps and evaluates at 64..512: a few seconds on an idle 2-core machine
 def test_regeneration_command_writes_a_reproducible_record(tmp_path, capsys):
-    assert main(["--out", str(tmp_path), "--methods", "nope", "--steps", "3", "--threads", "1"]) == 0
+    assert (
+        cli.main(
+            [
+                "train-checkpoints",
+                "--out",
+                str(tmp_path),
+                "--methods",
+                "nope",
+                "--steps",
+                "3",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "nope" in capsys.readouterr().out
     info = checkpoint_info("nope", tmp_path)
     assert len(info["log"]["loss"]) == 3 and info["train"]["steps"] == 3
