@@ -8,14 +8,13 @@ in general (Barbero et al. 2024, "Round and Round We Go!", arXiv 2410.06205). Ro
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from posref._checks import check_base, check_positive_int
+from posref._checks import check_base, check_positive_int, check_seed
 from posref.explorers.base import DPI, Explorer, check_dim, int_slider, log_slider
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
@@ -46,10 +45,9 @@ def decay_curves(
     """
     check_positive_int("head_dim", head_dim)
     check_positive_int("max_distance", max_distance)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    seed = check_seed("seed", seed, means="it draws q and k")
     inv_freq, _ = rope_frequencies(check_dim("head_dim", head_dim), base=check_base("base", base))
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(seed)
     q, k = torch.randn(2, head_dim, generator=gen)
     distance = torch.arange(max_distance + 1)
     cos, sin = rope_cos_sin(distance, inv_freq)  # (N, d/2)

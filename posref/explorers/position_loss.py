@@ -26,7 +26,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import nn
 
-from posref._checks import check_positive_int
+from posref._checks import check_positive_int, check_seed
 from posref.explorers.base import DPI, Explorer
 from posref.lab.checkpoints import CHECKPOINT_METHODS, EVAL_LENGTHS, TRAIN_LEN, load_checkpoint
 from posref.lab.evaluate import evaluate_lengths
@@ -73,9 +73,7 @@ class LossCurves:
         device: torch.device | str | None = None,
     ) -> None:
         self.n_windows = check_positive_int("n_windows", n_windows)
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0 (it picks the validation windows), got {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_seed("seed", seed, means="it picks the validation windows")
         self.device = device
         if models is None:
             self._sources: dict[str, ModelSource | None] = dict.fromkeys(CHECKPOINT_METHODS)  # loaded lazily
