@@ -1,0 +1,365 @@
+"""design.md's dependency arrows, checked on the source: every import of posref/ and autograder/, the lazy ones
+inside functions included, read with ``ast`` (nothing is imported to find them).
+
+The layers: the core (the modules at the top of posref/) imports nothing of the course; the fast backends
+(posref.kernels) import the core but never posref.rope, which calls them; the lab imports the core; the
+checkers (posref.grading) never import training, the explorers or the notebooks' flags (grading never retrains);
+no posref module imports the autograder, and nothing imports the autograder's command line but ``python -m
+autograder``. No import cycle among the project's modules. The registry's conventions: every scaling method has a
+checker in posref.grading or is listed below as having no exercise, and every speed checker has its reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import posref
+import posref.grading
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("posref", "autograder")
+
+# posref's top-level modules that are not the core: the package's re-exports, its tools and the notebooks' flags
+NOT_CORE = {"posref", "posref.__main__", "posref.cli", "posref.bench", "posref.notebook"}
+SUBPACKAGES = {"posref.kernels", "posref.lab", "posref.grading", "posref.explorers"}
+
+# Scaling methods without a graded exercise of their own, and why. Adding a method to SCALING_METHODS means
+# writing its checker (check_rope_frequencies_<name>) or adding it here.
+NO_EXERCISE = {
+    "default": "plain RoPE: notebook 04 grades rope_cos_sin and apply_rope",
+    "dynamic": "notebook 07 shows Dynamic NTK through posref's RotaryEmbedding; its rule is NTK-aware's, graded",
+    "ntk_by_parts": "notebook 07 shows it as Llama 3's bands written in turns (the llama3 exercise)",
+    "longrope": "notebook 07 runs a piece of LongRoPE's search with posref.longrope_search",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module, e.g. "posref.rope"
+    target: str  # the imported project module, e.g. "posref.kernels.rope_triton"
+    where: str  # "posref/rope.py:133"
+    lazy: bool  # inside a function
+
+    def __str__(self) -> str:
+        return (
+            f"{self.where}: {self.source} imports {self.target}{' (inside a function)' if self.lazy else ''}"
+        )
+
+
+def module_names(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
+    """Every module of the given packages under ``root``: dotted name -> file."""
+    modules = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> list[str]:
+    """The project modules one AST node imports (a name imported from a package counts as its submodule)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        parent = _resolve(module, is_package, node)
+        names = [f"{parent}.{a.name}" if f"{parent}.{a.name}" in modules else parent for a in node.names]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute | ast.Name)
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        names = [node.args[0].value]
+    else:
+        return []
+    found = []
+    for name in names:
+        parts = name.split(".")
+        prefixes = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+        found += [next(p for p in prefixes if p in modules)] if any(p in modules for p in prefixes) else []
+    return found
+
+
+def project_imports(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> list[Import]:
+    """Every import of a project module by a project module, lazy ones included."""
+    modules = module_names(root, packages)
+    edges = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        lazy_nodes = {
+            id(inner)
+            for outer in ast.walk(tree)
+            if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            for inner in ast.walk(outer)
+        }
+        for node in ast.walk(tree):
+            for target in dict.fromkeys(_targets(node, module, path.name == "__init__.py", modules)):
+                where = f"{path.relative_to(root).as_posix()}:{getattr(node, 'lineno', 0)}"
+                edges.append(Import(module, target, where, id(node) in lazy_nodes))
+    return edges
+
+
+def layer(module: str) -> str:
+    """The layer of a project module: core, kernels, lab, grading, explorers, tools, autograder-cli, autograder."""
+    parts = module.split(".")
+    if parts[0] == "autograder":
+        return "autograder-cli" if module == "autograder.cli" else "autograder"
+    if module in NOT_CORE:
+        return "tools"
+    if len(parts) == 2 and module not in SUBPACKAGES:
+        return "core"
+    return parts[1]  # kernels, lab, grading, explorers
+
+
+def arrow_violations(edges: Iterable[Import]) -> list[str]:
+    """Each import against design.md's arrows, with the rule it breaks."""
+    problems = []
+    for edge in edges:
+        source, target = layer(edge.source), layer(edge.target)
+        rules = [
+            (
+                source == "core" and target not in ("core", "kernels"),
+                "the core imports nothing of the course",
+            ),
+            (source == "kernels" and edge.target == "posref.rope", "the kernels never import posref.rope"),
+            (source == "kernels" and target not in ("core", "kernels"), "the kernels import only the core"),
+            (source == "lab" and target not in ("core", "kernels", "lab"), "the lab imports only the core"),
+            (
+                source == "grading"
+                and (edge.target == "posref.lab.train" or target in ("explorers", "tools")),
+                "grading never imports training, the explorers or the notebooks' flags",
+            ),
+            (
+                source == "explorers" and target not in ("core", "kernels", "lab", "explorers"),
+                "the explorers import only the core and the lab",
+            ),
+            (
+                edge.source.startswith("posref") and edge.target.startswith("autograder"),
+                "posref never imports the autograder",
+            ),
+            (
+                target == "autograder-cli" and edge.source != "autograder.__main__",
+                "nothing imports the autograder's command line",
+            ),
+        ]
+        problems += [f"{edge}: {rule}" for broken, rule in rules if broken]
+    return problems
+
+
+def import_cycles(edges: Iterable[Import]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a module importing itself), by Tarjan."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def unchecked_scaling_methods(
+    methods: Iterable[str], checkers: Iterable[str], no_exercise: dict
+) -> list[str]:
+    """A method with neither ``check_rope_frequencies_<name>`` nor a "no exercise" entry; a listed method that
+    has a checker after all; a listed method that is not registered."""
+    methods, listed = set(methods), set(no_exercise)
+    graded = {name for name in methods if f"check_rope_frequencies_{name}" in set(checkers)}
+    problems = [
+        f"{name}: no checker check_rope_frequencies_{name} and not in NO_EXERCISE"
+        for name in sorted(methods - graded - listed)
+    ]
+    problems += [f"{name}: in NO_EXERCISE but graded" for name in sorted(graded & listed)]
+    problems += [f"{name}: in NO_EXERCISE but not in SCALING_METHODS" for name in sorted(listed - methods)]
+    return problems
+
+
+def speed_checkers_without_reference(checkers: Iterable[str], package) -> list[str]:
+    """A ``check_<name>_speed`` whose reference ``posref.<name>`` does not exist."""
+    names = [m.group(1) for c in checkers if (m := re.fullmatch(r"check_(\w+)_speed", c))]
+    return [
+        f"check_{name}_speed: no posref.{name}"
+        for name in names
+        if not callable(getattr(package, name, None))
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The project as it is.
+
+
+@pytest.fixture(scope="module")
+def edges():
+    return project_imports()
+
+
+def test_the_walk_sees_lazy_imports_and_every_layer(edges):
+    # the walk itself: rope.py's backend import is lazy, each layer has modules, and there are many edges
+    assert any(e.source == "posref.rope" and e.target.startswith("posref.kernels") and e.lazy for e in edges)
+    assert {layer(m) for m in module_names(ROOT)} >= {
+        "core",
+        "kernels",
+        "lab",
+        "grading",
+        "tools",
+        "autograder",
+    }
+
+
+def test_imports_follow_the_arrows_of_design_md(edges):
+    problems = arrow_violations(edges)
+    assert not problems, "imports against design.md's arrows:\n" + "\n".join(problems)
+
+
+def test_no_import_cycles(edges):
+    cycles = import_cycles(edges)
+    details = [
+        " -> ".join(cycle)
+        + "\n    "
+        + "\n    ".join(str(e) for e in edges if e.source in cycle and e.target in cycle)
+        for cycle in cycles
+    ]
+    assert not cycles, "import cycles:\n" + "\n".join(details)
+
+
+def test_every_scaling_method_has_a_checker_or_no_exercise():
+    problems = unchecked_scaling_methods(posref.SCALING_METHODS, posref.grading.__all__, NO_EXERCISE)
+    assert not problems, "\n".join(problems)
+
+
+def test_each_scaling_checker_passes_the_registrys_own_method():
+    # a checker that cannot grade the method it is named after (e.g. no cases drawn for it) would be a hollow one
+    for name in sorted(set(posref.SCALING_METHODS) - set(NO_EXERCISE)):
+        check = getattr(posref.grading, f"check_rope_frequencies_{name}")
+
+        def reference(head_dim, base, params, seq_len=None, name=name):
+            return posref.rope_frequencies(
+                head_dim, base=base, scaling={"rope_type": name, **params}, seq_len=seq_len
+            )
+
+        check(reference)
+
+
+def test_every_speed_checker_has_its_reference():
+    assert any(name.endswith("_speed") for name in posref.grading.__all__)
+    problems = speed_checkers_without_reference(posref.grading.__all__, posref)
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The rules fail on planted violations (a checker of conventions that cannot fail would be no check).
+
+PLANTED = {
+    "posref/__init__.py": "",
+    "posref/_checks.py": "",
+    "posref/rope.py": "def backend():\n    from posref.grading import cases\n",
+    "posref/scaling.py": "from . import relative\n",
+    "posref/relative.py": "import posref.scaling\n",
+    "posref/kernels/__init__.py": "from posref._checks import x\n",
+    "posref/kernels/fast.py": "from posref.rope import apply_rope\n",
+    "posref/lab/__init__.py": "",
+    "posref/lab/train.py": "import importlib\nmodule = importlib.import_module('posref.notebook')\n",
+    "posref/notebook.py": "",
+    "posref/grading/__init__.py": "",
+    "posref/grading/cases.py": "def f():\n    from ..lab import train\n",
+    "posref/explorers/__init__.py": "from posref.grading import cases\n",
+    "autograder/__init__.py": "",
+    "autograder/__main__.py": "from autograder.cli import main\n",
+    "autograder/cli.py": "from autograder import record\n",
+    "autograder/record.py": "import autograder.cli\n",
+}
+
+
+@pytest.fixture
+def planted(tmp_path):
+    for name, text in PLANTED.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return project_imports(tmp_path)
+
+
+def test_planted_arrow_violations_are_each_reported(planted):
+    problems = "\n".join(arrow_violations(planted))
+    expected = [
+        "posref/rope.py:2: posref.rope imports posref.grading.cases (inside a function): the core imports nothing",
+        "posref/kernels/fast.py:1: posref.kernels.fast imports posref.rope: the kernels never import posref.rope",
+        "posref/lab/train.py:2: posref.lab.train imports posref.notebook: the lab imports only the core",
+        "posref/grading/cases.py:2: posref.grading.cases imports posref.lab.train (inside a function): grading never",
+        "posref/explorers/__init__.py:1: posref.explorers imports posref.grading.cases: the explorers import only",
+        "autograder/record.py:1: autograder.record imports autograder.cli: nothing imports the autograder's",
+    ]
+    for line in expected:
+        assert line in problems, f"not reported: {line}\nreported:\n{problems}"
+    assert "autograder/__main__.py" not in problems  # python -m autograder may import its command line
+    assert "posref/kernels/__init__.py" not in problems  # the kernels may import the core's _checks
+
+
+def test_planted_cycles_are_found_lazy_and_relative_imports_included(planted):
+    assert import_cycles(planted) == [
+        ["autograder.cli", "autograder.record"],
+        ["posref.relative", "posref.scaling"],
+    ]
+
+
+def test_a_method_without_checker_or_listing_is_reported():
+    checkers = ["check_rope_frequencies_linear", "check_apply_rope"]
+    assert unchecked_scaling_methods(["linear", "default"], checkers, {"default": "why"}) == []
+    assert unchecked_scaling_methods(["linear", "default", "new"], checkers, {"default": "why"}) == [
+        "new: no checker check_rope_frequencies_new and not in NO_EXERCISE"
+    ]
+    assert unchecked_scaling_methods(["linear"], checkers, {"linear": "why", "gone": "why"}) == [
+        "linear: in NO_EXERCISE but graded",
+        "gone: in NO_EXERCISE but not in SCALING_METHODS",
+    ]
+
+
+def test_a_speed_checker_without_reference_is_reported():
+    assert speed_checkers_without_reference(["check_apply_rope_speed", "check_alibi_bias"], posref) == []
+    assert speed_checkers_without_reference(["check_rope_fast_speed"], posref) == [
+        "check_rope_fast_speed: no posref.rope_fast"
+    ]
