@@ -1,7 +1,7 @@
 """Calibrating the ``apply_rope`` speed budget: student-style implementations timed as the checker times them.
 
 Each implementation is checked and timed by ``apply_rope_speed_ratio``, the measurement behind
-``check_apply_rope_speed`` (same pool of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
+``check_apply_rope_speed`` (same chains of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
 medians go through ``budgets.propose_budget``. ``python -m posref.bench --suite budgets`` runs this on the
 student-style implementations of ``tests/grading/student_impls.py`` and prints the line to paste into ``budgets.py``.
 """
@@ -16,7 +16,7 @@ import torch
 from posref.grading.budgets import propose_budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
-from posref.grading.rope import apply_rope_speed_pool, apply_rope_speed_ratio
+from posref.grading.rope import apply_rope_speed_chain, apply_rope_speed_ratio
 from posref.grading.timing import seconds_per_call
 from posref.kernels import fused_backends
 from posref.rope import apply_rope
@@ -63,11 +63,11 @@ def calibrate_apply_rope(
     device = resolve_device(device)
     shape = tuple(shape)
     figures: dict[str, float | str] = {}
-    pool = apply_rope_speed_pool(Draw(hidden=True, device=device), shape)
+    draw = Draw(hidden=True, device=device)
     for label, fused in _reference_backends(device).items():
         seconds = seconds_per_call(
             lambda x, cos, sin, layout, fused=fused: apply_rope(x, cos, sin, layout=layout, fused=fused),
-            pool,
+            lambda: apply_rope_speed_chain(draw, shape),
             device=device,
         )
         figures[f"reference us per call ({label})"] = 1e6 * seconds
@@ -78,7 +78,7 @@ def calibrate_apply_rope(
         start = time.perf_counter()
         try:
             for i in range(repeats):
-                ratio, _, _ = apply_rope_speed_ratio(fn, device=device, shape=shape, give_up_above=ceiling)
+                ratio = apply_rope_speed_ratio(fn, device=device, shape=shape, give_up_above=ceiling)[0].ratio
                 figures[f"{name} ({kind}) #{i + 1}"] = ratio
                 medians[kind].setdefault(name, []).append(ratio)
         # wrong output, or e.g. out of memory: reported, and the other implementations still count

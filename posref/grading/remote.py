@@ -13,11 +13,20 @@ objects), and refuses frames over ``MAX_FRAME`` bytes. The child is untrusted (s
 module inside it and write to its pipe), so the grader checks every frame itself: stored (uncompressed) zip
 entries only, results made of dense tensors, 64-bit numbers, strings and at most ``MAX_ITEMS`` nested items, and
 text from the child cut to ``MAX_TEXT`` printable characters before it reaches a message.
+
+Speed checks time many calls per request (``Child.run_chain``): the chain's inputs travel through a shared-memory
+buffer (a sealed memfd the child gets when it starts), written by the grader only once its clock has started;
+the child runs the whole chain, copies the last output into the buffer and answers with the number of calls it
+made; the grader stops its clock, then reads the output back. The transport is one small frame each way and one
+input and one output copied per round, whatever the number of calls.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
+import math
+import mmap
 import os
 import select
 import struct
@@ -36,6 +45,8 @@ MAX_FRAME = 256 * 2**20
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
 MAX_ITEMS = 10_000
 MAX_TEXT = 2000  # characters of the child's text (an error message, a cell error) kept in a message
+SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
+_ALIGN = 64
 _HEADER = struct.Struct("<Q")
 
 
@@ -216,9 +227,54 @@ def _tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.
     return [(where, value) for where, value in given if isinstance(value, torch.Tensor)]
 
 
-def serve(read_fd: int, write_fd: int) -> None:
-    """The child's loop: run the answer cells it is sent, then answer calls until its input closes."""
+def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
+    """None if ``y`` can be the next call's input in a timed chain (a plain tensor of ``like``'s shape, dtype and
+    device), else what the function returned instead."""
+    if type(y) is not torch.Tensor:
+        return f"returned a {type(y).__name__}, not a torch.Tensor"
+    if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
+        return (
+            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, not one like its input "
+            f"({like.dtype} {tuple(like.shape)} on {like.device})"
+        )
+    return None
+
+
+def _shared_tensor(shared: mmap.mmap, spec: Any) -> Any:
+    """A tensor argument of a timed round, as a view of the shared buffer; anything else as it came."""
+    if not (isinstance(spec, dict) and "__shared__" in spec):
+        return spec
+    offset, shape, dtype = spec["__shared__"]
+    count = math.prod(shape)
+    return torch.frombuffer(shared, dtype=getattr(torch, dtype), count=count, offset=offset).view(shape)
+
+
+def _run_chain_here(fn: Any, request: dict, shared: mmap.mmap) -> dict:
+    """A timed round in the child (see ``Child.run_chain``): the chain's calls, the last output copied into the
+    shared buffer, and the number of calls made."""
+    y = _shared_tensor(shared, request["start"])
+    args = tuple(_shared_tensor(shared, a) for a in request["args"])
+    kwargs = [{k: _shared_tensor(shared, v) for k, v in kw.items()} for kw in request["kwargs"]]
+    out = _shared_tensor(shared, request["out"])
+    stop_after, calls, done = request["stop_after"], request["calls"], 0
+    start = time.perf_counter()
+    while done < calls:
+        y = fn(y, *args, **kwargs[done % len(kwargs)])
+        done += 1
+        problem = chain_output_problem(y, out)
+        if problem is not None:
+            raise TypeError(f"{problem} while being timed")
+        if time.perf_counter() - start > stop_after:
+            break
+    out.copy_(y)
+    return {"done": done}
+
+
+def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
+    """The child's loop: run the answer cells it is sent, then answer calls (and timed rounds, through the buffer
+    ``shared_fd``) until its input closes."""
     torch.set_num_threads(1)
+    shared = None if shared_fd is None else mmap.mmap(shared_fd, os.fstat(shared_fd).st_size)
 
     def send(obj: Any) -> None:
         _write_all(write_fd, _encode(obj))
@@ -243,12 +299,14 @@ def serve(read_fd: int, write_fd: int) -> None:
             request = receive()
         except EOFError:
             return
-        fn = namespace.get(request["call"])
+        name = request.get("call", request.get("chain"))
+        fn = namespace.get(name)
         try:
             if fn is None:
-                raise NameError(
-                    f"name {request['call']!r} is not defined (did the cell that defines it run?)"
-                )
+                raise NameError(f"name {name!r} is not defined (did the cell that defines it run?)")
+            if "chain" in request:
+                send(_run_chain_here(fn, request, shared))
+                continue
             args, kwargs = _unwire(request["args"]), _unwire(request["kwargs"])
             given = _tensor_arguments(args, kwargs)
             before = [value.clone() for _, value in given]
@@ -305,17 +363,18 @@ class Child:
         deadline: float | None = None,
     ) -> None:
         self.call_timeout, self.deadline = call_timeout, deadline
+        self._shared = _sealed_buffer(SHARED_BYTES)
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         boot = (
             f"import sys; sys.path[:0] = {list(python_path)!r}; "
-            f"from posref.grading.remote import serve; serve({to_child_r}, {from_child_w})"
+            f"from posref.grading.remote import serve; serve({to_child_r}, {from_child_w}, {self._shared})"
         )
         log = open(log_path or os.devnull, "wb")  # noqa: SIM115  (kept for the child's lifetime)
         try:
             self.process = subprocess.Popen(
                 [*command, "-c", boot],
-                pass_fds=(to_child_r, from_child_w, *pass_fds),
+                pass_fds=(to_child_r, from_child_w, self._shared, *pass_fds),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -325,8 +384,8 @@ class Child:
                 preexec_fn=preexec_fn,
             )
         except BaseException:
-            os.close(self._to_child)
-            os.close(self._from_child)
+            for fd in (self._to_child, self._from_child, self._shared):
+                os.close(fd)
             raise
         finally:
             os.close(to_child_r)
@@ -381,8 +440,11 @@ class Child:
         return names, {k: student_text(v) for k, v in errors.items()}
 
     def _send(self, obj: Any) -> None:
+        self._send_frame(_encode(obj))
+
+    def _send_frame(self, frame: bytes) -> None:
         try:
-            _write_all(self._to_child, _encode(obj))
+            _write_all(self._to_child, frame)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._ended()) from None
 
@@ -453,6 +515,60 @@ class Child:
         self._change_in_place(args, kwargs, reply.get("changed", {}))
         return result
 
+    def run_chain(
+        self, name: str, chain: Any, calls: int, stop_after: float, *, clock: Any = time.perf_counter
+    ) -> tuple[float, int, torch.Tensor]:
+        """A timed round of ``name`` in the child: ``calls`` calls along ``chain`` (a ``timing.Chain``), fewer once
+        ``stop_after`` seconds have passed. Returns (seconds by ``clock``, calls made, the last output).
+
+        The clock starts before the chain's tensors are written into the shared buffer (the child cannot see them
+        earlier) and stops when the child says it is done, after it has copied the last output into the buffer;
+        the output is read back afterwards, for the checker to verify (a child that reports calls it did not
+        make, or stops early and says so, is caught there or timed per call it made)."""
+        placed: list[tuple[int, torch.Tensor]] = []  # (offset, tensor) to write once the clock runs
+        end = 0
+
+        def place(value: Any, *, write: bool = True) -> Any:
+            nonlocal end
+            if not isinstance(value, torch.Tensor):
+                return value
+            tensor, offset = value.detach().cpu().contiguous(), end
+            end = -(-(offset + tensor.nbytes) // _ALIGN) * _ALIGN
+            if write:
+                placed.append((offset, tensor))
+            return {"__shared__": [offset, list(tensor.shape), str(tensor.dtype).removeprefix("torch.")]}
+
+        out = torch.empty(chain.start.shape, dtype=chain.start.dtype)
+        request = {
+            "chain": name,
+            "calls": int(calls),
+            "stop_after": float(stop_after),
+            "start": place(chain.start),
+            "args": [place(a) for a in chain.args],
+            "kwargs": [{k: place(v) for k, v in kw.items()} for kw in chain.kwargs],
+            "out": place(out, write=False),
+        }
+        out_offset = request["out"]["__shared__"][0]
+        if end > SHARED_BYTES:
+            raise ValueError(f"a timed round needs {end} bytes of shared buffer, more than {SHARED_BYTES}")
+        frame = _encode(request)
+        start = clock()
+        for offset, tensor in placed:
+            os.pwrite(self._shared, tensor.reshape(-1).view(torch.uint8).numpy(), offset)
+        self._send_frame(frame)
+        reply = self._receive(self.call_timeout)
+        seconds = clock() - start
+        if "error" in reply:
+            raise StudentError(student_text(reply["error"]))
+        done = reply.get("done")
+        if type(done) is not int or not 1 <= done <= calls:
+            raise StudentError(f"reported {student_text(repr(done))} calls made of {calls}", raised=False)
+        data = bytearray(out.nbytes)
+        if os.preadv(self._shared, [data], out_offset) != len(data):
+            raise StudentError("left the shared buffer unreadable", raised=False)
+        output = torch.frombuffer(data, dtype=torch.uint8).view(out.dtype).view(out.shape)
+        return seconds, done, output.to(chain.start.device)
+
     @staticmethod
     def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:
         """Write what the call changed in the child's copies of the arguments into the grader's own, so that a
@@ -488,12 +604,21 @@ class Child:
         self.process.wait()
 
     def close(self) -> None:
-        for fd in (self._to_child, self._from_child):
+        for fd in (self._to_child, self._from_child, self._shared):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self.kill()
+
+
+def _sealed_buffer(size: int) -> int:
+    """A memfd of ``size`` bytes whose size is sealed: the child can neither grow it (memory the address-space limit
+    would not see) nor shrink it under the grader's reads."""
+    fd = os.memfd_create("posref-timed-round", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
 
 
 class RemoteFunction:

@@ -8,8 +8,8 @@ import torch
 
 from posref.grading import budgets
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, CheckFailed, first_difference
-from posref.grading.timing import speed_ratio
+from posref.grading.report import Case, CheckFailed, difference, first_difference
+from posref.grading.timing import Chain, Timing, speed_ratio, timed_outputs
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -232,15 +232,42 @@ def check_rope_scores(fn: Callable[..., torch.Tensor], *, hidden: bool = False, 
     first_difference("rope_scores", fn, scores, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
-def apply_rope_speed_pool(draw: Draw, shape: tuple[int, ...]) -> list[tuple[tuple, dict]]:
-    """Three float32 inputs ``((x, cos, sin), {"layout": ...})``, ``x`` of ``shape`` ``(..., T, D)``: both
-    layouts, every dim rotated (cos/sin ``(T, D/2)``), positions starting anywhere up to 4096."""
+def apply_rope_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
+    """A timed round's inputs, drawn fresh: ``x`` float32 of ``shape`` ``(..., T, D)``, every dim rotated (cos/sin
+    ``(T, D/2)`` for positions starting anywhere up to 4096), the layouts alternating from a random first one.
+
+    Each call rotates the previous call's output. Alternating layouts leave no shortcut: two rotations in the same
+    pairing would add up to one rotation by the sum of the angles (a chain of them is one call with ``n`` times
+    the angle), while a 'half' and an 'interleaved' rotation compose to a general orthogonal map per position, which
+    costs more to form than the calls it would replace."""
     lead, t, d = tuple(shape[:-2]), shape[-2], shape[-1]
-    pool = []
-    for layout in ("half", "interleaved", "half"):
-        case = _rope_case(draw, lead, t, d, d // 2, layout, torch.float32, max_start=4096)
-        pool.append((case.args, case.kwargs))
-    return pool
+    case = _rope_case(draw, lead, t, d, d // 2, "half", torch.float32, max_start=4096)
+    x, cos, sin = case.args
+    first = draw.choice(("half", "interleaved"))
+    return Chain(x, (cos, sin), ({"layout": first}, {"layout": _other_layout(first)}))
+
+
+def _rope_in_float64(y, cos, sin, layout="half"):
+    return apply_rope(y.double(), cos, sin, layout=layout, fused=False)
+
+
+def _verify_timed_outputs(name: str, timing: Timing) -> None:
+    """Raise ``CheckFailed`` unless the last output of each of the student's timed rounds is the reference's, to
+    a rounding error per call (computed here in float64, after the clock has stopped). A rotation keeps the size
+    of an error, so a wrong result anywhere in a round shows in its last output."""
+    for number, timed, expected in timed_outputs(timing, _rope_in_float64):
+        # a float32 rounding of a few units per call, of at most the largest position vector's norm
+        scale = float(torch.linalg.vector_norm(timed.chain.start.double(), dim=-1).max())
+        problem = difference(expected, timed.output, atol=4 * _EPS[torch.float32] * timed.calls * scale,
+                             rtol=0.0, match_dtype=False, what="last output")  # fmt: skip
+        if problem is not None:
+            raise CheckFailed(
+                f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each "
+                f"on the previous call's output (layouts alternating), the last output is not the reference's.\n"
+                f"  {problem}\n  Every call must compute its own result: a function that remembers answers, "
+                f"changes what it does on repeated calls or returns a tensor it did not fill is not fast, it is "
+                f"wrong."
+            )
 
 
 def apply_rope_speed_ratio(
@@ -250,27 +277,29 @@ def apply_rope_speed_ratio(
     shape: tuple[int, ...],
     give_up_above: float | None,
     reference: Callable[..., torch.Tensor] | None = None,
-) -> tuple[float, list[float], torch.device]:
+) -> tuple[Timing, torch.device]:
     """The measurement behind ``check_apply_rope_speed`` (also run by ``python -m posref.bench --suite budgets``).
 
-    ``fn`` is first checked against ``posref.apply_rope`` on ``apply_rope_speed_pool(draw, shape)``, then timed against
-    ``reference`` (default ``posref.apply_rope``) with ``speed_ratio``. Returns (median ratio, per-round ratios,
-    the device it ran on).
+    ``fn`` is first checked against ``posref.apply_rope`` on inputs of ``shape`` (both layouts), then timed against
+    ``reference`` (default ``posref.apply_rope``) with ``speed_ratio`` on fresh chains
+    (``apply_rope_speed_chain``), and the last output of every timed round is verified. Returns the ``Timing`` and
+    the device it ran on.
     """
     draw = Draw(hidden=True, device=device)
-    pool = apply_rope_speed_pool(draw, shape)
-    first_difference(
-        "apply_rope",
+    cases = []
+    for layout in ("half", "interleaved"):
+        chain = apply_rope_speed_chain(draw, shape)
+        cases.append(Case((chain.start, *chain.args), {"layout": layout}))
+    first_difference("apply_rope", fn, apply_rope, cases, mistakes=_rope_mistakes(), seed=draw.quoted_seed)
+    timing = speed_ratio(
         fn,
-        apply_rope,
-        [Case(a, k) for a, k in pool],
-        mistakes=_rope_mistakes(),
-        seed=draw.quoted_seed,
+        reference or apply_rope,
+        lambda: apply_rope_speed_chain(draw, shape),
+        device=draw.device,
+        give_up_above=give_up_above,
     )
-    ratio, ratios = speed_ratio(
-        fn, reference or apply_rope, pool, device=draw.device, give_up_above=give_up_above
-    )
-    return ratio, ratios, draw.device
+    _verify_timed_outputs("apply_rope", timing)
+    return timing, draw.device
 
 
 def check_apply_rope_speed(
@@ -280,23 +309,24 @@ def check_apply_rope_speed(
 
     The budget and the shape of ``x`` (float32) come from ``budgets.apply_rope_budget`` for the device the check
     runs on (CPU: 12x on ``(1, 8, 256, 64)``; CUDA: provisional until measured). Timed with ``speed_ratio`` (one
-    thread, interleaved rounds, median, CUDA synchronised around each timed block). The outputs are checked
-    first: a fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope`` as the baseline (the
-    grader passes one that runs under the same conditions as ``fn``). Returns the ratio.
+    thread, interleaved rounds of chained calls on fresh inputs, median, CUDA synchronised around each timed
+    block). The outputs are checked first, on other inputs, and the timed outputs after the clock has stopped: a
+    fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope`` as the baseline (the grader passes
+    one that runs under the same conditions as ``fn``). Returns the ratio.
     """
     target = resolve_device(device)
     budget = budgets.apply_rope_budget(target)
-    ratio, ratios, ran_on = apply_rope_speed_ratio(
-        fn, device=target, shape=budget.shape, give_up_above=4 * budget.max_ratio, reference=reference
+    timing, ran_on = apply_rope_speed_ratio(
+        fn, device=target, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
     )
-    if ratio > budget.max_ratio:
+    if timing.ratio > budget.max_ratio:
         provisional = (
             f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
         )
         raise CheckFailed(
-            f"apply_rope is too slow: {ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
-            f"{ran_on.type}; median of {len(ratios)} rounds on {ran_on}, x of shape {tuple(budget.shape)} float32)."
-            f"{provisional} Rotate all positions at once with elementwise products (x * cos + rotate(x) * sin): "
-            f"no Python loop over positions and no (D, D) rotation matrix per position."
+            f"apply_rope is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
+            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, x of shape {tuple(budget.shape)} "
+            f"float32).{provisional} Rotate all positions at once with elementwise products (x * cos + rotate(x) "
+            f"* sin): no Python loop over positions and no (D, D) rotation matrix per position."
         )
-    return ratio
+    return timing.ratio

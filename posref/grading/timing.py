@@ -1,9 +1,19 @@
 """Speed as a ratio: a student's function against the reference, on the same device, in the same run.
 
 Timing on shared machines is noisy, so a ratio is measured as the design notes ask: one thread, warm-up
-calls, at least 11 rounds that alternate which function goes first, and the median of the per-round ratios
+rounds, at least 11 rounds that alternate which function goes first, and the median of the per-round ratios
 (a slow round slows both functions of that round, so it cancels in its ratio). CUDA is synchronised around
-each timed block. Inputs cycle through a small pool so that a function cannot just remember its last answer.
+each timed block.
+
+A round is a ``Chain``: ``calls`` calls in a row, each on the previous call's output
+(``y_i = fn(y_{i-1}, *args, **kwargs_i)``), on inputs drawn fresh for that round. So every call of a round has
+an input no call has had before (remembering answers cannot help), the inputs exist only once the round is
+drawn (nothing can be computed ahead), one round is a single request to a child that runs the student's code
+(``Child.run_chain``: the transport costs one small message and one copy of an input and an output per round,
+not per call), and the round's last output depends on every call: ``timed_outputs`` hands it to the checker,
+which verifies it against its own computation after the clock has stopped. A function whose output feeds its
+own next call is the checker's choice (``apply_rope`` keeps its input's shape; a rotation keeps an error's size,
+so a wrong call anywhere in the chain shows at its end).
 """
 
 from __future__ import annotations
@@ -11,12 +21,14 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from posref.grading.remote import RemoteFunction, StudentError, chain_output_problem
 from posref.grading.report import private_copy
 
 _clock = time.perf_counter  # bound once, at import
@@ -38,98 +50,158 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _run(
-    fn: Callable[..., Any],
-    pool: Sequence[tuple[tuple, dict]],
-    reps: int,
-    device: torch.device,
-    stop_after: float = math.inf,
-) -> float:
-    """Seconds for ``reps`` calls, synchronised at both ends; fewer calls once ``stop_after`` seconds have passed
-    (then the time is a lower bound of what ``reps`` calls take: on CUDA the clock read between calls runs
-    ahead of the device, never behind it)."""
+@dataclass(frozen=True)
+class Chain:
+    """One round's inputs: call ``i`` (from 0) is ``fn(y, *args, **kwargs[i % len(kwargs)])`` where ``y`` is the
+    previous call's output (``start`` for the first). Every output must be a tensor of ``start``'s shape and
+    dtype (it is the next call's input)."""
+
+    start: torch.Tensor
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[dict[str, Any], ...] = ({},)
+
+    def private(self) -> Chain:
+        """A copy with its own tensors: what one function does to its inputs never reaches another's."""
+        return Chain(private_copy(self.start), private_copy(self.args), private_copy(self.kwargs))
+
+
+@dataclass
+class Round:
+    """What one timed round did: its inputs, how many calls ran, the wall seconds they took and the last output."""
+
+    chain: Chain
+    calls: int
+    seconds: float
+    output: torch.Tensor
+
+
+def run_chain(
+    fn: Callable[..., Any], chain: Chain, calls: int, device: torch.device, stop_after: float = math.inf
+) -> Round:
+    """``calls`` calls of ``fn`` along ``chain`` (fewer once ``stop_after`` seconds have passed; at least one),
+    timed by the grader's clock and synchronised at both ends. A ``RemoteFunction`` runs the chain in its child
+    in one request (``Child.run_chain``); anything else runs here."""
+    if isinstance(fn, RemoteFunction):
+        seconds, done, output = fn.child.run_chain(fn.__name__, chain, calls, stop_after, clock=_clock)
+        return Round(chain, done, seconds, output)
+    y, done = chain.start, 0
     synchronize(device)
     start = _clock()
-    for i in range(reps):
-        args, kwargs = pool[i % len(pool)]
-        fn(*args, **kwargs)
+    while done < calls:
+        y = fn(y, *chain.args, **chain.kwargs[done % len(chain.kwargs)])
+        done += 1
+        problem = chain_output_problem(y, chain.start)
+        if problem is not None:
+            raise StudentError(f"{problem} while being timed", raised=False)
         if _clock() - start > stop_after:
             break
     synchronize(device)
-    return _clock() - start
+    return Round(chain, done, _clock() - start, y)
 
 
 def _calls_per_round(
-    fn: Callable[..., Any], pool: Sequence[tuple[tuple, dict]], device: torch.device, min_round_s: float
+    fn: Callable[..., Any], draw: Callable[[], Chain], device: torch.device, min_round_s: float
 ) -> tuple[int, float]:
-    """The number of calls (a multiple of ``len(pool)``) that takes ``fn`` at least ``min_round_s``, and their
-    time (at most 65536 calls)."""
-    reps = len(pool)
-    while (seconds := _run(fn, pool, reps, device)) < min_round_s and reps < 1 << 16:
-        reps *= 2
-    return reps, seconds
+    """The number of calls (a power of two, at most 65536) that takes ``fn`` at least ``min_round_s``, and the
+    seconds per call of the last try."""
+    calls = 1
+    while (r := run_chain(fn, draw(), calls, device)).seconds < min_round_s and calls < 1 << 16:
+        calls *= 2
+    return calls, r.seconds / r.calls
 
 
 def seconds_per_call(
     fn: Callable[..., Any],
-    pool: Sequence[tuple[tuple, dict]],
+    draw: Callable[[], Chain],
     *,
     device: torch.device,
     rounds: int = 5,
     min_round_s: float = 0.004,
 ) -> float:
-    """Median over ``rounds`` of the mean time of one call of ``fn`` over ``pool``, timed like ``speed_ratio``.
-
-    An absolute time, for benchmark reports only (checks compare ratios): what a budget's ratio is a ratio of.
-    """
+    """Median over ``rounds`` of the mean time of one call of ``fn`` along fresh chains, timed like
+    ``speed_ratio``. An absolute time, for benchmark reports only (checks compare ratios)."""
     with single_thread():
-        _run(fn, pool, len(pool), device)  # warm-up
-        reps, _ = _calls_per_round(fn, pool, device, min_round_s)
-        return statistics.median(_run(fn, pool, reps, device) / reps for _ in range(rounds))
+        run_chain(fn, draw(), 1, device)  # warm-up
+        calls, _ = _calls_per_round(fn, draw, device, min_round_s)
+        return statistics.median(
+            (r := run_chain(fn, draw(), calls, device)).seconds / r.calls for _ in range(rounds)
+        )
+
+
+@dataclass
+class Timing:
+    """``speed_ratio``'s result: the median ratio, the per-round ratios, the calls per round, and the student's
+    timed rounds (their last outputs are still to be verified, see ``timed_outputs``)."""
+
+    ratio: float
+    ratios: list[float]
+    calls: int = 0
+    student_rounds: list[Round] = field(default_factory=list)
 
 
 def speed_ratio(
     student: Callable[..., Any],
     reference: Callable[..., Any],
-    pool: Sequence[tuple[tuple, dict]],
+    draw: Callable[[], Chain],
     *,
     device: torch.device,
     rounds: int = 11,
     warmup: int = 2,
-    min_round_s: float = 0.004,
+    min_round_s: float = 0.05,
     give_up_above: float | None = None,
-) -> tuple[float, list[float]]:
-    """Median of per-round ``student time / reference time`` and the per-round ratios.
+) -> Timing:
+    """Median of per-round ``(student seconds per call) / (reference seconds per call)``.
 
-    Each round runs each function ``reps`` times over ``pool`` (``reps`` is set so that the reference takes at
-    least ``min_round_s``). ``give_up_above``: stop early, after 3 rounds, when every ratio so far exceeds it
-    (a function 100x over budget need not be timed 11 times to know it is over); and cut a round of the student
-    short once it has taken twice ``give_up_above`` times the reference's latest round, so a function 1000x
-    slower costs a few dozen reference rounds, not 1000. A cut round's ratio is taken against the reference
-    round that set its cap: a lower bound of the true ratio, above twice ``give_up_above``, so a decision
-    "over a budget below ``give_up_above``" is the same as with whole rounds.
+    Every round draws a fresh ``Chain`` (``draw()``), gives each function its own copy of it, and runs ``calls``
+    calls of each (set so that the reference takes at least ``min_round_s``). ``give_up_above``: stop early,
+    after 3 rounds, when every ratio so far exceeds it (a function 100x over budget need not be timed 11 times to
+    know it is over); and cut the student's round short once it has taken twice ``give_up_above`` times the
+    reference's latest round, so a function 1000x slower costs a few dozen reference rounds, not 1000. A cut
+    round is a ratio per call made, so it stays comparable.
+
+    The student's outputs are not looked at while the clock runs: ``Timing.student_rounds`` holds them for the
+    checker to verify afterwards (``timed_outputs``).
     """
-    # each side gets its own inputs: what one function does to them (in place) cannot change the other's work
-    student_pool = [(private_copy(args), private_copy(kwargs)) for args, kwargs in pool]
+    timing = Timing(math.nan, [])
     with single_thread():
         for _ in range(warmup):
-            _run(reference, pool, len(pool), device)
-            _run(student, student_pool, len(pool), device)
-        reps, t_reference = _calls_per_round(reference, pool, device, min_round_s)
+            run_chain(reference, draw(), 1, device)
+            run_chain(student, draw(), 1, device)
+        calls, per_call = _calls_per_round(reference, draw, device, min_round_s)
+        timing.calls = calls
         cap = math.inf if give_up_above is None else 2.0 * give_up_above  # a margin over give_up_above
-        ratios: list[float] = []
         for r in range(rounds):
+            chain = draw()
             if r % 2:  # the student first: capped by the reference's previous round
-                t_capping = t_reference
-                t_student = _run(student, student_pool, reps, device, stop_after=cap * t_capping)
-                t_reference = _run(reference, pool, reps, device)
+                capping = per_call
+                mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
+                theirs = run_chain(reference, chain.private(), calls, device)
+                per_call = theirs.seconds / theirs.calls
             else:
-                t_reference = t_capping = _run(reference, pool, reps, device)
-                t_student = _run(student, student_pool, reps, device, stop_after=cap * t_capping)
-            # a round that ran past the cap is compared with the reference time that set the cap, so its ratio
-            # is above the cap even when the reference's next round happens to be slower
-            cut = t_student > cap * t_capping
-            ratios.append(t_student / max(t_capping if cut else t_reference, 1e-9))
-            if give_up_above is not None and len(ratios) >= 3 and min(ratios) > give_up_above:
+                theirs = run_chain(reference, chain.private(), calls, device)
+                per_call = capping = theirs.seconds / theirs.calls
+                mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
+            # a round cut short is compared with the reference time that set the cap, so its ratio stays above
+            # the cap even when the reference's next round happens to be slower
+            cut = mine.calls < calls
+            # verified along the inputs as drawn: the student's copy may have been changed in place
+            timing.student_rounds.append(Round(chain, mine.calls, mine.seconds, mine.output))
+            timing.ratios.append((mine.seconds / mine.calls) / max(capping if cut else per_call, 1e-12))
+            if give_up_above is not None and len(timing.ratios) >= 3 and min(timing.ratios) > give_up_above:
                 break
-    return statistics.median(ratios), ratios
+    timing.ratio = statistics.median(timing.ratios)
+    return timing
+
+
+def timed_outputs(
+    timing: Timing, step: Callable[..., torch.Tensor]
+) -> Iterator[tuple[int, Round, torch.Tensor]]:
+    """For each of the student's timed rounds: (round number from 1, the round, the output it should have given),
+    the expected output computed here by running ``step`` (the reference) along the round's chain as many calls as
+    the student made. Run after the clock has stopped."""
+    for number, round_ in enumerate(timing.student_rounds, 1):
+        chain = round_.chain.private()
+        y = chain.start
+        for i in range(round_.calls):
+            y = step(y, *chain.args, **chain.kwargs[i % len(chain.kwargs)])
+        yield number, round_, y

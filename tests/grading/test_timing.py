@@ -1,56 +1,114 @@
-"""``speed_ratio`` cuts a hopeless function short, and ``seconds_per_call`` reports what one call takes (lower
-bounds from ``time.sleep``, which never returns early; no speed of real code is asserted)."""
+"""``speed_ratio`` times chains of calls on fresh inputs, cuts a hopeless function short, keeps each function's
+inputs its own, and hands the timed outputs over for verification; ``seconds_per_call`` reports what one call
+takes (lower bounds from ``time.sleep``, which never returns early; no speed of real code is asserted)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
+import pytest
 import torch
 
 from posref.grading import timing
-from posref.grading.timing import seconds_per_call, speed_ratio
+from posref.grading.remote import StudentError
+from posref.grading.timing import Chain, run_chain, seconds_per_call, speed_ratio, timed_outputs
 
 CPU = torch.device("cpu")
-POOL = [((), {})] * 3
+
+
+def counting_draw():
+    """Chains whose start is 0, 1, 2, ... (one per draw): which round a function saw is in its input."""
+    counter = itertools.count()
+    return lambda: Chain(torch.full((2,), float(next(counter))))
+
+
+def plus_one(y):
+    return y + 1
+
+
+def test_a_round_is_a_chain_each_call_on_the_previous_output():
+    chain = Chain(torch.zeros(3), (torch.ones(3),), ({"scale": 2.0}, {"scale": 3.0}))
+    r = run_chain(lambda y, step, scale: y * scale + step, chain, 3, CPU)
+    # ((0 * 2 + 1) * 3 + 1) * 2 + 1 = 9: the kwargs alternate, every call gets the previous output
+    assert r.calls == 3 and torch.equal(r.output, torch.full((3,), 9.0)) and r.seconds > 0
+
+
+def test_an_output_that_cannot_be_the_next_input_is_the_students_error():
+    with pytest.raises(StudentError, match="returned a float"):
+        run_chain(lambda y: 1.0, Chain(torch.zeros(2)), 2, CPU)
+    with pytest.raises(StudentError, match="not one like its input"):
+        run_chain(lambda y: y.double(), Chain(torch.zeros(2)), 2, CPU)
 
 
 def test_a_function_far_over_the_limit_is_cut_short_and_still_reported_over_it():
-    def slow():
+    def slow(y):
         time.sleep(0.001)
+        return y
 
-    start = time.perf_counter()
-    ratio, ratios = speed_ratio(slow, lambda: None, POOL, device=CPU, give_up_above=10.0)
-    elapsed = time.perf_counter() - start
-    # uncut, each round would call ``slow`` as often as the reference needs for 4 ms (tens of thousands of times)
-    assert elapsed < 10.0, f"took {elapsed:.1f} s"
-    assert len(ratios) == 3 and min(ratios) > 10.0 and ratio > 10.0
+    result = speed_ratio(slow, plus_one, counting_draw(), device=CPU, give_up_above=10.0)
+    assert len(result.ratios) == 3 and min(result.ratios) > 10.0 and result.ratio > 10.0
+    # uncut, each round would call ``slow`` as often as the reference needs for 50 ms (thousands of times)
+    assert all(r.calls < result.calls for r in result.student_rounds)
 
 
 def test_without_a_limit_every_round_is_whole():
-    ratio, ratios = speed_ratio(
-        lambda: time.sleep(0.0005), lambda: time.sleep(0.0001), POOL, device=CPU, rounds=3
-    )
-    assert len(ratios) == 3 and ratio > 1.0
+    def slower(y):
+        time.sleep(0.0005)
+        return y + 1
+
+    result = speed_ratio(slower, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.002)
+    assert len(result.ratios) == 3 and all(r.calls == result.calls for r in result.student_rounds)
 
 
 def test_seconds_per_call_is_at_least_the_sleep():
-    assert seconds_per_call(lambda: time.sleep(0.002), POOL, device=CPU, rounds=3) >= 0.002
+    def sleepy(y):
+        time.sleep(0.002)
+        return y
+
+    assert seconds_per_call(sleepy, counting_draw(), device=CPU, rounds=3) >= 0.002
 
 
-def test_what_the_student_does_to_its_inputs_never_reaches_the_references_inputs():
-    # a function that overwrote the shared inputs (with bigger numbers, denormals, NaN) could slow the reference
-    pool = [((torch.ones(4),), {}) for _ in range(3)]
-    seen = []
+def test_every_round_has_inputs_no_earlier_round_had_and_each_function_its_own_copy():
+    # a function that overwrote its inputs (with bigger numbers, denormals, NaN) could slow the other one
+    student_starts, reference_starts = [], []
 
-    def vandal(x):
-        x.fill_(float("nan"))
+    def vandal(y):
+        student_starts.append(float(y[0]))
+        y.fill_(float("nan"))
+        return y
 
-    def reference(x):
-        seen.append(bool(torch.equal(x, torch.ones(4))))
+    def reference(y):
+        reference_starts.append(float(y[0]))
+        return y + 0.5
 
-    speed_ratio(vandal, reference, pool, device=CPU, rounds=3, min_round_s=0.0)
-    assert seen and all(seen)
-    assert all(torch.equal(args[0], torch.ones(4)) for args, _ in pool)
+    result = speed_ratio(vandal, reference, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
+    timed = [float(r.chain.start[0]) for r in result.student_rounds]
+    assert len(set(timed)) == 3, "each timed round draws its own inputs"
+    assert not any(s != s for s in reference_starts), "the reference never sees the student's NaN"
+    assert all(s in reference_starts for s in timed), "both functions are timed on the same round's inputs"
+
+
+def test_timed_outputs_are_verified_along_the_inputs_as_drawn_not_as_the_student_left_them():
+    def zero_everything(y):
+        # changes its input in place to what its output is: that must not become the expectation
+        y.zero_()
+        return y
+
+    result = speed_ratio(zero_everything, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
+    starts = [float(r.chain.start[0]) for r in result.student_rounds]
+    assert starts == sorted(starts) and starts[-1] > 0
+    assert any(not torch.equal(r.output, e) for _, r, e in timed_outputs(result, plus_one))
+
+
+def test_timed_outputs_are_recomputed_along_each_rounds_chain_after_the_run():
+    def sometimes_wrong(y):
+        return y + (1 if float(y[0]) < 100 else 2)
+
+    result = speed_ratio(sometimes_wrong, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
+    for _, round_, expected in timed_outputs(result, plus_one):
+        assert torch.equal(expected, round_.chain.start + round_.calls)
+        assert torch.equal(round_.output, expected)  # this student is right while its values stay below 100
 
 
 class _FakeClock:
@@ -68,12 +126,14 @@ def test_the_ratio_is_the_median_round_and_one_fast_round_neither_decides_nor_st
     monkeypatch.setattr(timing, "_clock", clock)
     student_calls = []
 
-    def reference():
+    def reference(y):
         clock.now += 1.0
+        return y
 
-    def student():
+    def student(y):
         student_calls.append(None)
-        clock.now += 1.0 if len(student_calls) <= 2 * len(POOL) + len(POOL) else 5.0
+        clock.now += 1.0 if len(student_calls) <= 3 else 5.0  # 2 warm-up calls, then one round of one call
+        return y
 
-    ratio, ratios = speed_ratio(student, reference, POOL, device=CPU, give_up_above=3.0)
-    assert len(ratios) == 11 and ratios[0] == 1.0 and ratio == 5.0
+    result = speed_ratio(student, reference, counting_draw(), device=CPU, give_up_above=3.0, min_round_s=0.5)
+    assert len(result.ratios) == 11 and result.ratios[0] == 1.0 and result.ratio == 5.0
