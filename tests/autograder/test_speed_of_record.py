@@ -11,7 +11,7 @@ import pytest
 from autograder.record import _Children, _run_check
 from autograder.sandbox import Sandbox
 
-STUDENT_IMPLS = Path(__file__).resolve().parent.parent / "student_impls.py"
+STUDENT_IMPLS = Path(__file__).resolve().parent.parent / "grading" / "student_impls.py"
 
 
 @pytest.fixture(scope="module")
