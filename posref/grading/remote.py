@@ -19,6 +19,11 @@ buffer (a sealed memfd the child gets when it starts), written by the grader onl
 the child runs the whole chain, copies the last output into the buffer and answers with the number of calls it
 made; the grader stops its clock, then reads the output back. The transport is one small frame each way and one
 input and one output copied per round, whatever the number of calls.
+
+Why here and not in autograder/: both ends of the protocol are this module. The child runs
+``from posref.grading.remote import serve`` inside the sandbox, which holds only posref/ and data/ (read-only),
+so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
+``autograder.record``, sits beside it so that the two cannot drift apart.
 """
 
 from __future__ import annotations

@@ -112,17 +112,15 @@ def test_release_and_autograde_refuse_a_wrong_name_an_unreleased_assignment_and_
         release("02_absolut")
     with pytest.raises(SystemExit, match="no assignment '02_absolut'"):
         grade.autograde("02_absolut")
-    with pytest.raises(
-        SystemExit
-    ):  # ProcessPoolExecutor's "max_workers must be greater than 0", with a traceback
+    # ProcessPoolExecutor's "max_workers must be greater than 0", with a traceback
+    with pytest.raises(SystemExit):
         cli.main(["autograde", "02_absolute", "--workers", "0"])
     assert "a number of workers is a whole number from 1, not '0'" in capsys.readouterr().err
     gradebook_copy(course, empty_gradebook).close()
     with pytest.raises(SystemExit, match=re.escape("run `python -m autograder release 02_absolute` first")):
         grade.autograde("02_absolute")
-    with gradebook_copy(
-        course, empty_gradebook
-    ) as gb:  # what release leaves in the gradebook (without nbgrader's seconds)
+    # what release leaves in the gradebook (without nbgrader's seconds)
+    with gradebook_copy(course, empty_gradebook) as gb:
         gb.add_assignment("02_absolute")
         gb.add_notebook("02_absolute", "02_absolute")
     with pytest.raises(SystemExit, match="no submissions of 02_absolute in .*import them first"):
