@@ -199,22 +199,13 @@ def _apply_half(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
 ) -> torch.Tensor:
     xc = x.to(compute)
-    out = torch.empty(x.shape, dtype=compute, device=x.device)
     x1, x2 = xc[..., :r], xc[..., r : 2 * r]
-    # [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written into slices: no concatenation, no rotate_half copy
-    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
-        # torch.mul(..., out=) refuses autograd; copy_ keeps it differentiable (one extra pass). Each slice is
-        # taken just before it is written, so autograd sees views of the current ``out``.
-        out[..., :r].copy_(x1 * cos).addcmul_(x2, sin, value=-1.0)
-        out[..., r : 2 * r].copy_(x2 * cos).addcmul_(x1, sin)
-    else:
-        o1, o2 = out[..., :r], out[..., r : 2 * r]
-        torch.mul(x1, cos, out=o1)
-        o1.addcmul_(x2, sin, value=-1.0)
-        torch.mul(x2, cos, out=o2)
-        o2.addcmul_(x1, sin)
-    if 2 * r < x.shape[-1]:
-        out[..., 2 * r :] = xc[..., 2 * r :]
+    # [x1, x2, rest] -> [x1 cos, x2 cos, rest]: one pass over x, the dims 2r.. that pass through times 1 (exact)
+    ones = cos.new_ones(cos.shape[:-1] + (x.shape[-1] - 2 * r,))
+    out = xc * torch.cat((cos, cos, ones), dim=-1)
+    # then the cross terms, added in place: [x1 cos - x2 sin, x2 cos + x1 sin, rest]
+    out[..., :r].addcmul_(x2, sin, value=-1.0)
+    out[..., r : 2 * r].addcmul_(x1, sin)
     return out.to(x.dtype)
 
 
@@ -222,14 +213,22 @@ def _apply_interleaved(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, r: int, compute: torch.dtype
 ) -> torch.Tensor:
     xc = x.to(compute)
-    out = torch.empty(x.shape, dtype=compute, device=x.device)
-    # (..., T, 2r) -> (..., T, r, 2): pair i is (2i, 2i+1); rotate as complex numbers a + ib times cos + i sin
-    pairs = torch.view_as_complex(xc[..., : 2 * r].contiguous().unflatten(-1, (r, 2)))
-    rotated = pairs * torch.complex(cos, sin)
-    out[..., : 2 * r] = torch.view_as_real(rotated).flatten(-2)
+    # pair i is the complex number x_2i + i x_2i+1; its rotation by m w_i is one product with cos + i sin
+    rotated = torch.view_as_real(_complex_pairs(xc, r) * torch.complex(cos, sin)).flatten(-2)
     if 2 * r < x.shape[-1]:
-        out[..., 2 * r :] = xc[..., 2 * r :]
-    return out.to(x.dtype)
+        rotated = torch.cat((rotated, xc[..., 2 * r :]), dim=-1)
+    return rotated.to(x.dtype)
+
+
+def _complex_pairs(x: torch.Tensor, r: int) -> torch.Tensor:
+    """The pairs ``(2i, 2i + 1)`` of the first ``2r`` dims as complex numbers: ``(..., T, D)`` -> ``(..., T, r)``;
+    a view of ``x`` where its strides allow one, else of a copy."""
+    # (..., T, 2r) -> (..., T, r, 2): the last dim holds a pair, real part first
+    pairs = x[..., : 2 * r].unflatten(-1, (r, 2))
+    try:
+        return torch.view_as_complex(pairs)
+    except RuntimeError:  # an odd stride or storage offset (a sliced tensor): no complex view of it exists
+        return torch.view_as_complex(pairs.contiguous())
 
 
 def layout_permutation(dim: int, *, device: torch.device | str | None = None) -> torch.Tensor:

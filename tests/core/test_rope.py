@@ -101,6 +101,22 @@ def test_matches_transformers_gptj_interleaved_partial():
     assert_close(got, ref, atol=1e-5)
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("rotated", [8, 4])  # all 8 dims; 4 of them (partial rotary)
+def test_views_with_odd_strides_and_offsets(layout, rotated):
+    """x sliced from a wider buffer: at an odd storage offset (interleaved pairs then have no complex view and
+    are copied first) and at offset 0 with an even row stride (a view of the pairs, not contiguous)."""
+    buffer = torch.randn(7, 10, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    positions = [0, 1, 2, 3, 40, 41, 5]
+    c, s = cos_sin(torch.tensor(positions), 8, base=100.0, partial_rotary_factor=rotated / 8)
+    c, s = c.double(), s.double()
+    for x in (buffer[:, 1:9], buffer[:, :8]):
+        expected = x.clone()
+        expected[:, :rotated] = loop_rope(x[:, :rotated], positions, 100.0, layout)
+        # the oracle's float64 frequencies against float32 ones: angles differ by < 1e-6 rad at position 41
+        assert_close(apply_rope(x, c, s, layout=layout), expected, atol=1e-5, what=f"stride {x.stride()}")
+
+
 def test_partial_rotary_passes_the_rest_through():
     x = torch.randn(5, 10)
     c, s = cos_sin(torch.arange(5), 10, partial_rotary_factor=0.4)  # rotary dim 4 of 10
