@@ -3,7 +3,7 @@
 tests/goldens/make_goldens.py wrote tests/goldens/rope_frequencies.npz (the library's version is stored in it);
 these tests need only numpy, so the third layer of the tests (full tensors from an independent source) runs
 where transformers is absent. Tolerances as for the live oracle: inv_freq to 1e-6 relative (float32 from two
-float64 paths), the attention factor to 1e-12 relative.
+float64 paths), the attention factor to 1e-12 relative, cos and sin to 2e-6 absolute (float32 angles).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch
 from conftest import assert_close
 
 from posref.config import rope_from_config
+from posref.rope import RotaryEmbedding
 from posref.scaling import SCALING_METHODS, rope_frequencies
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "rope_frequencies.npz"
@@ -45,6 +46,7 @@ def test_the_goldens_come_from_transformers_5_and_cover_every_type_it_shares_wit
         SCALING_METHODS
     )
     assert len(_ids("config")) >= 15  # the shipped configs both libraries read (19 when written)
+    assert {CASES[i]["scaling"]["rope_type"] for i in _ids("rotary")} == {"dynamic", "longrope"}
 
 
 @pytest.mark.parametrize("i", _ids("frequency"))
@@ -70,6 +72,19 @@ def test_shipped_configs_match_the_frozen_rotary_modules(i):
     theirs, their_attention = _golden(i)
     assert_close(inv_freq, theirs, atol=0.0, rtol=1e-6, what=f"{case['model']} at seq_len={case['seq_len']}")
     assert attention == pytest.approx(their_attention, rel=1e-12), case
+
+
+@pytest.mark.parametrize("i", _ids("rotary"))
+def test_the_stateful_rule_matches_the_frozen_rotary_module(i):
+    # one module called on lengths that cross the original length both ways: dynamic grows its base past L and
+    # returns to plain RoPE below it; longrope switches between its short and long factors on every call
+    case = CASES[i]
+    rope = RotaryEmbedding(case["head_dim"], base=case["base"], scaling=case["scaling"])
+    for call, length in enumerate(case["lengths"]):
+        cos, sin = rope.cos_sin(torch.arange(length))
+        what = f"{case['scaling']['rope_type']}, call {call} at length {length}"
+        assert_close(cos, torch.from_numpy(GOLDEN[f"cos_{i}_{call}"]), atol=2e-6, what=what)
+        assert_close(sin, torch.from_numpy(GOLDEN[f"sin_{i}_{call}"]), atol=2e-6, what=what)
 
 
 def test_plain_rope_would_fail_the_scaled_goldens():

@@ -9,10 +9,14 @@ transformers is not installed (tests/hf_reference.py, the live oracle, still run
   bases, partial rotary factors, factors and sequence lengths, 12 per RoPE type the library has;
 * ``config`` cases: ``inv_freq`` and ``attention_scaling`` of the model's own rotary module for every shipped
   config of data/model_configs.json that both the library and posref read, and for the length-dependent ones
-  also the library's init at one position past the original length.
+  also the library's init at one position past the original length;
+* ``rotary`` cases: the cos and sin that the library's ``LlamaRotaryEmbedding`` returns, with its stateful
+  rule (``dynamic_rope_update``), for ``dynamic`` and ``longrope`` called on a sequence of lengths that crosses
+  the original length both ways.
 
-Arrays ``inv_freq_<i>`` (float32, as the library returns them) with the float ``attention_<i>``; ``cases`` is
-JSON: each case's inputs, in posref's terms. ``transformers_version`` and ``torch_version`` record the source.
+Arrays ``inv_freq_<i>`` (float32, as the library returns them) with the float ``attention_<i>``, or for a
+rotary case ``cos_<i>_<call>`` and ``sin_<i>_<call>`` (``(length, head_dim / 2)``: the library's cos repeats
+over the two halves); ``cases`` is JSON: each case's inputs, in posref's terms. ``transformers_version`` and ``torch_version`` record the source.
 Nothing here is random at run time: the cases come from a seeded generator, so a rerun writes the same cases.
 """
 
@@ -124,6 +128,39 @@ def config_cases() -> list[tuple[dict, torch.Tensor, float]]:
     return found
 
 
+ROTARY_HEAD_DIM, ROTARY_L = 32, 64
+ROTARY_LENGTHS = [10, 160, 100, 64, 63, 65, 300, 20, 64, 65]
+ROTARY_SCALINGS = [
+    {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": ROTARY_L},
+    {
+        "rope_type": "longrope",
+        "short_factor": [1.0 + 0.05 * i for i in range(ROTARY_HEAD_DIM // 2)],
+        "long_factor": [1.0 + 2.0 * i for i in range(ROTARY_HEAD_DIM // 2)],
+        "original_max_position_embeddings": ROTARY_L,
+        "factor": 16.0,
+    },
+]
+
+
+def rotary_calls(scaling: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(cos, sin) of the first half of the pairs for each length of ROTARY_LENGTHS, one module throughout."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    # the library's dynamic reads L from max_position_embeddings; its longrope from the dict
+    theirs = {
+        k: v for k, v in scaling.items() if scaling["rope_type"] != "dynamic" or not k.startswith("original")
+    }
+    module = LlamaRotaryEmbedding(
+        hf.hf_config(ROTARY_HEAD_DIM, base=10000.0, scaling=theirs, max_position_embeddings=ROTARY_L)
+    )
+    x = torch.zeros(1, 1, ROTARY_HEAD_DIM)
+    calls = []
+    for length in ROTARY_LENGTHS:
+        cos, sin = module(x, torch.arange(length)[None])
+        calls.append((cos[0, :, : ROTARY_HEAD_DIM // 2], sin[0, :, : ROTARY_HEAD_DIM // 2]))
+    return calls
+
+
 def main() -> None:
     rng = random.Random("posref-goldens")
     cases, arrays = [], {}
@@ -140,6 +177,13 @@ def main() -> None:
             add("frequency", case, *library_frequencies(case))
     for case, inv_freq, attention in config_cases():
         add("config", case, inv_freq, attention)
+    for scaling in ROTARY_SCALINGS:
+        i = len(cases)
+        case = {"head_dim": ROTARY_HEAD_DIM, "base": 10000.0, "scaling": scaling, "lengths": ROTARY_LENGTHS}
+        cases.append({"kind": "rotary", **case})
+        for call, (cos, sin) in enumerate(rotary_calls(scaling)):
+            arrays[f"cos_{i}_{call}"] = cos.detach().to(torch.float32).numpy()
+            arrays[f"sin_{i}_{call}"] = sin.detach().to(torch.float32).numpy()
     np.savez_compressed(
         OUT,
         cases=np.array(json.dumps(cases)),
@@ -147,7 +191,7 @@ def main() -> None:
         torch_version=np.array(torch.__version__),
         **arrays,
     )
-    kinds = {kind: sum(c["kind"] == kind for c in cases) for kind in ("frequency", "config")}
+    kinds = {kind: sum(c["kind"] == kind for c in cases) for kind in ("frequency", "config", "rotary")}
     print(f"wrote {OUT} ({OUT.stat().st_size:,} bytes): {kinds}, transformers {transformers.__version__}")
 
 
