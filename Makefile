@@ -6,10 +6,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test setup system-packages checkpoints bench gpu-wheels clean
+.PHONY: lab test setup system-packages fonts checkpoints bench gpu-wheels clean
 
-lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+# JupyterLab on notebooks/00_start.ipynb, without nbgrader's instructor tools, as root too (see posref/launch.py)
+lab: setup fonts
+	$(PY) -m posref lab
 
 test: setup system-packages
 	$(PY) -m pytest -q
@@ -21,6 +22,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
+
+# A CJK font, so that figures show the lecture's Chinese example sentences (pinyin without one). Installed only
+# as root with apt-get; elsewhere it says what to install.
+fonts:
+	@if fc-list 2>/dev/null | grep -q CJK; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; \
+	else echo "note: no CJK font found: figures show pinyin; install one (Debian/Ubuntu: sudo apt-get install fonts-noto-cjk)"; fi
 
 # Debian packages the browser test (chromium) and the grading sandbox (bubblewrap) use. Installed only where
 # this runs as root with apt-get; elsewhere those tests skip and say why.

@@ -109,11 +109,20 @@ def require_released(assignment: str) -> None:
         )
 
 
+def release_dir() -> Path:
+    """nbgrader's release directory: ``notebooks/``, or ``$POSREF_RELEASE_DIR`` relative to the repository."""
+    return REPO / os.environ.get("POSREF_RELEASE_DIR", "notebooks")
+
+
 def release(assignment: str) -> None:
-    """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook."""
+    """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook; the
+    course's start page (``00_start.ipynb``, no assignment) is released beside it."""
+    from autograder.start_page import release_start_page
+
     require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
     nbgrader("db", "assignment", "add", assignment)
     nbgrader("generate_assignment", assignment, "--force")
+    release_start_page(source_dir(), release_dir())
 
 
 def feedback(assignment: str) -> None:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from posref.lab.checkpoints import add_train_checkpoints
+from posref.launch import add_lab
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_inspect(subparsers)
     add_train_checkpoints(subparsers)
+    add_lab(subparsers)
     return parser
 
 

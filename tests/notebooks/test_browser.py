@@ -136,7 +136,16 @@ def _choose_notebook(root: Path) -> tuple[str, str]:
 
 
 class LabServer:
-    def __init__(self, base: Path) -> None:
+    """JupyterLab on ``base/root`` with its own HOME, port and token.
+
+    ``launcher="posref"`` starts it the way ``make lab`` does (``python -m posref lab``: the student config, the
+    start page, ``--allow-root`` decided by posref itself); ``run_as`` (a uid, when the test runs as root) starts
+    it as that ordinary user.
+    """
+
+    def __init__(self, base: Path, *, launcher: str = "jupyterlab", run_as: int | None = None) -> None:
+        self.launcher = launcher
+        self.run_as = run_as
         self.root = base / "root"
         self.home = base / "home"
         self.root.mkdir()
@@ -169,20 +178,28 @@ class LabServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyterlab",
+        options = [
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={self.root}",
             f"--IdentityProvider.token={self.token}",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-root")
+        if self.launcher == "posref":
+            cmd = [sys.executable, "-m", "posref", "lab", "--folder", str(self.root), "--", *options]
+        else:
+            cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={self.root}", *options]
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                cmd.append("--allow-root")
+        if self.run_as is not None:
+            for path in (self.home, *self.home.rglob("*"), self.root, *self.root.rglob("*")):
+                os.chown(path, self.run_as, self.run_as)
+            # an ordinary uid (JupyterLab checks the effective uid) that may still read files, since a Python
+            # installed under /root (pyenv, as on the course's CI) is unreadable to other users
+            drop = [f"--reuid={self.run_as}", f"--regid={self.run_as}", "--clear-groups"]
+            read = ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+            cmd = ["setpriv", *drop, *read, *cmd]
         log = self.log_path.open("wb")
         # its own process group, so that everything it starts can be stopped together
         self.proc = subprocess.Popen(
