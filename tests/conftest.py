@@ -1,4 +1,9 @@
-"""Shared test helpers: one assertion helper that reports the largest error, and device parametrisation."""
+"""Shared test helpers: one assertion helper that reports the largest error, and device parametrisation.
+
+The only conftest.py of the tests: test files import helpers from it (``from conftest import assert_close``),
+and a second conftest.py in a sub-folder would be imported under the same name and shadow this one for every
+test collected after it (pytest's default import mode; tests/test_layers.py checks there is one).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -31,6 +37,20 @@ def assert_close(
             f"{what}: max abs error {err.max().item():.3e}; first failure at {idx}: "
             f"got {a[idx].item():.8g}, expected {e[idx].item():.8g} (atol={atol}, rtol={rtol})"
         )
+
+
+@pytest.fixture(scope="session")
+def empty_gradebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty nbgrader gradebook for the autograder's tests, made once: nbgrader takes seconds to make one
+    (it runs alembic)."""
+    from nbgrader.api import Gradebook
+
+    from autograder.course import tools_on_path
+
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with tools_on_path(), Gradebook(f"sqlite:///{path}"):
+        pass
+    return path
 
 
 @pytest.fixture

@@ -33,9 +33,9 @@ SUBPACKAGES = {"posref.kernels", "posref.lab", "posref.grading", "posref.explore
 # writing its checker (check_rope_frequencies_<name>) or adding it here.
 NO_EXERCISE = {
     "default": "plain RoPE: notebook 04 grades rope_cos_sin and apply_rope",
-    "dynamic": "notebook 07 shows Dynamic NTK through posref's RotaryEmbedding; its rule is NTK-aware's, graded",
-    "ntk_by_parts": "notebook 07 shows it as Llama 3's bands written in turns (the llama3 exercise)",
-    "longrope": "notebook 07 runs a piece of LongRoPE's search with posref.longrope_search",
+    "dynamic": "notebook 07 compares it through posref: NTK-aware with s from the current length (ntk is graded)",
+    "ntk_by_parts": "notebook 07 compares it through posref: the ramp of YaRN without its temperature (yarn is graded)",
+    "longrope": "notebook 07 runs a piece of LongRoPE's search (posref.longrope_search); no frequency exercise",
 }
 
 
@@ -288,6 +288,16 @@ def test_every_speed_checker_has_its_reference():
     assert any(name.endswith("_speed") for name in posref.grading.__all__)
     problems = speed_checkers_without_reference(posref.grading.__all__, posref)
     assert not problems, "\n".join(problems)
+
+
+def test_tests_have_unique_basenames_and_one_conftest():
+    # pytest's default import mode imports a test folder's files by basename: two files of one name (two
+    # conftest.py included) shadow each other when the whole suite runs, though each folder alone passes
+    files = [p for p in (ROOT / "tests").rglob("*.py") if "__pycache__" not in p.parts]
+    names = [p.name for p in files]
+    repeated = sorted({str(p.relative_to(ROOT)) for p in files if names.count(p.name) > 1})
+    assert not repeated, f"test files that share a basename: {repeated}"
+    assert not list((ROOT / "tests").rglob("__init__.py"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
