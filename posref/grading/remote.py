@@ -34,12 +34,14 @@ import math
 import mmap
 import os
 import select
+import signal
 import struct
 import subprocess
 import time
 import traceback
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -596,6 +598,40 @@ class Child:
             with torch.no_grad():
                 target.copy_(value)
 
+    def processes(self) -> set[int]:
+        """The pids of the child and of every process it started: its descendants, and what is left in its session
+        (a process whose parent died is adopted by the sandbox's first process, or, without the sandbox, by some
+        other process: then its session still tells)."""
+        table = _process_table()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        root = self.process.pid
+        found, todo = set(), [root, *(pid for pid, (_, sid) in table.items() if sid == root)]
+        while todo:
+            pid = todo.pop()
+            if pid not in found and pid in table:
+                found.add(pid)
+                todo += children.get(pid, [])
+        return found
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every process of the child stopped (SIGSTOP, which no process can catch) for the block, then resumed:
+        while the reference is timed, nothing of the student's can take the CPU from it. Stopping repeats until a
+        look at the process table finds no process it has not stopped (a stopped process cannot fork)."""
+        stopped: set[int] = set()
+        try:
+            while new := self.processes() - stopped:
+                for pid in new:
+                    _signal(pid, signal.SIGSTOP)
+                stopped |= new
+                _wait_stopped(new)
+            yield
+        finally:
+            for pid in stopped:
+                _signal(pid, signal.SIGCONT)
+
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -615,6 +651,45 @@ class Child:
             except OSError:
                 pass
         self.kill()
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, session id) of every process this process can see, from ``/proc``."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:  # it ended meanwhile
+                continue
+            table[int(entry)] = (int(fields[1]), int(fields[3]))
+    return table
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_stopped(pids: set[int], timeout: float = 2.0) -> None:
+    """Until every one of ``pids`` is stopped or gone (a signal takes effect when the process next runs)."""
+    deadline = time.monotonic() + timeout
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                state = b"X"
+            if state in (b"T", b"t", b"X", b"Z"):
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.0005)
 
 
 def _sealed_buffer(size: int) -> int:

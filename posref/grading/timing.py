@@ -22,7 +22,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,13 @@ def run_chain(
     return Round(chain, done, _clock() - start, y)
 
 
+def quiet(student: Callable[..., Any]) -> AbstractContextManager:
+    """While the reference is timed: a student's child stopped, so that nothing it started (a thread or process
+    that burns CPU whenever its own function is idle) can slow the reference down; nothing for a local function
+    (in the student's own kernel nothing is protected anyway)."""
+    return student.child.frozen() if isinstance(student, RemoteFunction) else nullcontext()
+
+
 def _calls_per_round(
     fn: Callable[..., Any], draw: Callable[[], Chain], device: torch.device, min_round_s: float
 ) -> tuple[int, float]:
@@ -165,9 +172,11 @@ def speed_ratio(
     timing = Timing(math.nan, [])
     with single_thread():
         for _ in range(warmup):
-            run_chain(reference, draw(), 1, device)
+            with quiet(student):
+                run_chain(reference, draw(), 1, device)
             run_chain(student, draw(), 1, device)
-        calls, per_call = _calls_per_round(reference, draw, device, min_round_s)
+        with quiet(student):
+            calls, per_call = _calls_per_round(reference, draw, device, min_round_s)
         timing.calls = calls
         cap = math.inf if give_up_above is None else 2.0 * give_up_above  # a margin over give_up_above
         for r in range(rounds):
@@ -175,10 +184,12 @@ def speed_ratio(
             if r % 2:  # the student first: capped by the reference's previous round
                 capping = per_call
                 mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
-                theirs = run_chain(reference, chain.private(), calls, device)
+                with quiet(student):
+                    theirs = run_chain(reference, chain.private(), calls, device)
                 per_call = theirs.seconds / theirs.calls
             else:
-                theirs = run_chain(reference, chain.private(), calls, device)
+                with quiet(student):
+                    theirs = run_chain(reference, chain.private(), calls, device)
                 per_call = capping = theirs.seconds / theirs.calls
                 mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
             # a round cut short is compared with the reference time that set the cap, so its ratio stays above
