@@ -2,6 +2,7 @@
 
     python -m posref.bench                 # apply_rope on CPU, one thread, the two reference shapes, fp32
     python -m posref.bench --suite budgets # the apply_rope speed budget's calibration on this device
+    python -m posref.bench --suite explorers # a slider move of the heavy explorers vs a fresh figure
     python -m posref.bench --device cuda --json out.json
         # on a GPU: apply_rope's ratios with each backend (eager, Triton, torch.compile), the budget's
         # calibration, apply_rope's bandwidth as a fraction of a device copy (bf16 and fp32, >= 256 MB moved),
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import statistics
 import time
@@ -354,6 +356,45 @@ def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3
     return figures
 
 
+def _move_over_fresh(explorer, figure_fn: Callable, values: list[dict], *, rounds: int) -> float:
+    """Median over interleaved rounds of (one slider move of ``explorer`` / ``figure_fn`` built and rendered)."""
+    from posref.explorers import figure_png
+
+    moves, fresh = itertools.cycle(values), itertools.cycle(values)
+    contenders = {
+        "move": lambda: explorer.set(**next(moves)),
+        "fresh": lambda: figure_png(figure_fn(**next(fresh))),
+    }
+    times = interleaved_times(contenders, rounds=rounds, warmup=1, device=torch.device("cpu"))
+    return median_ratio(times, "move", "fresh")
+
+
+def bench_explorers(*, rounds: int) -> dict[str, dict]:
+    """The explorers that keep one figure between slider moves (``posref.explorers``): each move's time as a
+    ratio to building and rendering the same figure afresh at the same values (matplotlib's Agg, on the CPU)."""
+    from posref.explorers import (
+        bias_heatmap_explorer,
+        bias_heatmap_figure,
+        rope_pair_explorer,
+        rope_pair_figure,
+        scaling_explorer,
+        scaling_figure,
+    )
+
+    scaling_moves = [{"method": m, "factor": f} for m, f in (("yarn", 4.0), ("ntk", 8.0), ("linear", 16.0))]
+    cases = {
+        "rope pair": (rope_pair_explorer(), rope_pair_figure, [{"m": m, "n": m + 3} for m in (4, 9, 17, 30)]),
+        "bias heatmap": (bias_heatmap_explorer(), bias_heatmap_figure, [{"head": h} for h in (1, 2, 3, 4)]),
+        "scaling": (scaling_explorer(), scaling_figure, scaling_moves),
+    }
+    return {
+        "explorers: slider move / fresh figure (CPU)": {
+            name: _move_over_fresh(explorer, figure_fn, values, rounds=rounds)
+            for name, (explorer, figure_fn, values) in cases.items()
+        }
+    }
+
+
 def print_table(figures: dict[str, dict]) -> None:
     for title, values in figures.items():
         print(f"\n{title}")
@@ -377,10 +418,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--suite",
-        choices=("rope", "budgets", "gpu", "all"),
+        choices=("rope", "budgets", "gpu", "all", "explorers"),
         default=None,
         help="rope: apply_rope ratios; budgets: calibration of the apply_rope speed budget; gpu: bandwidth, "
-        "biased attention, notebooks; all: the three (default: rope on CPU, all on CUDA)",
+        "biased attention, notebooks; all: the three (default: rope on CPU, all on CUDA); explorers: a slider "
+        "move of the explorers that keep their figure, against a fresh figure",
     )
     parser.add_argument("--small", action="store_true", help="tiny shapes (to check the gpu suite runs)")
     parser.add_argument(
@@ -437,6 +479,8 @@ def main(argv: list[str] | None = None) -> None:
             except ImportError as error:  # the GPU image may lack nbclient: the other figures still count
                 print(f"\nnotebooks not timed: {error}")
                 record({"notebook seconds (POSREF_FAST=1)": {"skipped": f"not timed: {error}"}})
+    if suite == "explorers":
+        record(bench_explorers(rounds=args.rounds))
     if args.json:
         print(f"\nwrote {args.json}")
 

@@ -16,6 +16,7 @@ from posref.bench import (
     SLOW_IMPLS,
     bench_apply_rope,
     bench_biased_attention,
+    bench_explorers,
     interleaved_times,
     main,
     median_ratio,
@@ -61,6 +62,13 @@ def test_rope_and_attention_benchmarks_report_every_contender():
         "sdpa materialised alibi / sdpa",
     }
     for value in [*rope.values(), *attention.values()]:
+        assert math.isfinite(value) and value > 0
+
+
+def test_explorer_benchmark_reports_a_ratio_per_explorer_that_keeps_its_figure():
+    (figures,) = bench_explorers(rounds=1).values()
+    assert set(figures) == {"rope pair", "bias heatmap", "scaling"}
+    for value in figures.values():
         assert math.isfinite(value) and value > 0
 
 
