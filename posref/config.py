@@ -8,9 +8,10 @@ Real configs spell the same settings in several ways; this module knows the ones
   transformers 5's ``rope_parameters`` (which carries them all); ``type`` is an old name of ``rope_type``;
 * the head size: ``head_dim``, else ``hidden_size // num_attention_heads`` (GPT-2-style ``n_embd / n_head``);
   DeepSeek-V2/V3 rotate only ``qk_rope_head_dim`` dims; ``rotary_pct`` / ``rotary_dim`` give the rotated part;
-* the original length: for ``yarn``, ``longrope`` and ``llama3`` a missing ``original_max_position_embeddings``
-  is ``max_position_embeddings``; Phi-3's *top-level* ``original_max_position_embeddings`` (default 4096)
-  overrides the one in the dict; ``dynamic`` uses ``max_position_embeddings`` as its ``L``;
+* the original length: for a method that reads it (``ScalingMethod.needs_original_len``: ``yarn``, ``llama3``,
+  ``longrope``, ...) a missing ``original_max_position_embeddings`` is ``max_position_embeddings``; Phi-3's
+  *top-level* ``original_max_position_embeddings`` (default 4096) overrides the one in the dict; ``dynamic``
+  uses ``max_position_embeddings`` as its ``L`` (the library's rule for that type);
 * aliases: Phi-3's ``"su"`` and ``"yarn"`` mean ``longrope``;
 * ``null`` values: YaRN's ``factor: null`` is ``max_position_embeddings / original``; LongRoPE without
   ``factor`` uses that ratio for its attention factor.
@@ -31,7 +32,7 @@ import torch
 
 from posref._checks import check_positive_int
 from posref.rope import LAYOUTS
-from posref.scaling import SCALING_METHODS, rope_frequencies, rotary_dim, yarn_mscale
+from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, rope_frequencies, rotary_dim, yarn_mscale
 
 # model types without RoPE, and what they use instead
 NON_ROPE_MODEL_TYPES = {
@@ -233,8 +234,16 @@ def _fill_lengths(
     max_len: int | None,
     notes: list[str],
 ) -> None:
-    key = "original_max_position_embeddings"
-    if rope_type in ("yarn", "longrope", "llama3"):
+    key = ORIGINAL_LEN_KEY
+    if rope_type == "dynamic":
+        if max_len is None:
+            raise ValueError("rope_type 'dynamic' needs max_position_embeddings in the config (it is its L)")
+        if params.get(key) not in (None, max_len):
+            notes.append(
+                f"dynamic NTK's L is max_position_embeddings = {max_len}; the dict's {key} is ignored"
+            )
+        params[key] = max_len
+    elif rope_type in SCALING_METHODS and SCALING_METHODS[rope_type].needs_original_len:
         if model_type in PHI3_MODEL_TYPES:
             top = config.get(key, PHI3_DEFAULT_ORIGINAL)
             if params.get(key) not in (None, top):
@@ -247,14 +256,6 @@ def _fill_lengths(
                 )
             params[key] = max_len
             notes.append(f"{key} missing: set to max_position_embeddings = {max_len}, as the library does")
-    elif rope_type == "dynamic":
-        if max_len is None:
-            raise ValueError("rope_type 'dynamic' needs max_position_embeddings in the config (it is its L)")
-        if params.get(key) not in (None, max_len):
-            notes.append(
-                f"dynamic NTK's L is max_position_embeddings = {max_len}; the dict's {key} is ignored"
-            )
-        params[key] = max_len
 
 
 def _resolve_factors(rope_type: str, params: dict[str, Any], max_len: int | None, notes: list[str]) -> None:

@@ -5,6 +5,11 @@ is the rotary dimension (``int(head_dim * partial_rotary_factor)``), ``params`` 
 ``rope_scaling``-style dict (without ``rope_type``) and ``seq_len`` the current length for the methods that
 depend on it. ``inv_freq`` is ``(dim/2,)`` float32; ``attention_factor`` multiplies cos and sin.
 
+Each entry of ``SCALING_METHODS`` (a ``ScalingMethod``) also says what the rest of posref needs to know about
+its method: the keys it accepts, whether it reads ``seq_len`` or the training length, its title and typical
+keys. Consumers (``rope_from_config``, the scaling explorer, the checkers, the tests) look these up instead of
+listing methods, so a new method is one registered function.
+
 Keys follow the transformers library's names; unlike that library, an unknown or missing key is an error,
 and so is a value out of range (a factor below 1, a factor list of the wrong length).
 
@@ -43,7 +48,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -53,21 +59,44 @@ from posref._checks import check_base, check_choice, check_even, check_positive_
 FrequencyFn = Callable[[int, float, Mapping[str, Any], "int | None"], "tuple[torch.Tensor, float]"]
 
 
+# the key that carries the training length L, in the transformers library's name
+ORIGINAL_LEN_KEY = "original_max_position_embeddings"
+# the rotary dim every registered ``example`` is written for (per-pair keys have EXAMPLE_DIM / 2 entries)
+EXAMPLE_DIM = 128
+
+
 @dataclass(frozen=True)
 class ScalingMethod:
-    """One entry of the registry: the function, the keys it accepts, and whether it depends on ``seq_len``."""
+    """One entry of the registry: everything the rest of posref knows about a method.
+
+    ``fn`` computes the frequencies; ``required`` and ``optional`` are the keys it accepts; ``length_dependent``
+    says whether it reads ``seq_len``; ``title`` is its name in the literature (for menus and reports);
+    ``example`` holds typical keys, a valid ``params`` for a rotary dim of ``EXAMPLE_DIM`` (a real model's
+    where one uses the method). ``needs_original_len``: whether it reads the training length ``L``.
+    """
 
     name: str
     fn: FrequencyFn
     required: frozenset[str]
     optional: frozenset[str]
     length_dependent: bool
+    title: str
+    # read-only; not part of equality or the hash (it holds lists)
+    example: Mapping[str, Any] = field(compare=False)
+
+    @property
+    def accepted(self) -> frozenset[str]:
+        return self.required | self.optional
+
+    @property
+    def needs_original_len(self) -> bool:
+        return ORIGINAL_LEN_KEY in self.required
 
     def validate(self, params: Mapping[str, Any]) -> dict[str, Any]:
         keys = set(params)
-        unknown = keys - self.required - self.optional
+        unknown = keys - self.accepted
         missing = self.required - keys
-        accepted = ", ".join(sorted(self.required | self.optional)) or "(no keys)"
+        accepted = ", ".join(sorted(self.accepted)) or "(no keys)"
         if unknown:
             raise ValueError(
                 f"rope_type {self.name!r} does not accept key(s) {', '.join(sorted(unknown))}; "
@@ -86,18 +115,31 @@ SCALING_METHODS: dict[str, ScalingMethod] = {}
 def register_scaling(
     name: str,
     *,
+    title: str,
+    example: Mapping[str, Any],
     required: tuple[str, ...] = (),
     optional: tuple[str, ...] = (),
     length_dependent: bool = False,
 ) -> Callable[[FrequencyFn], FrequencyFn]:
-    """Decorator that adds a frequency function to ``SCALING_METHODS`` under ``name``."""
+    """Decorator that adds a frequency function to ``SCALING_METHODS`` under ``name`` (see ``ScalingMethod``).
+
+    The example's keys are checked here, so a registration whose example the method would reject fails at once.
+    """
 
     def decorate(fn: FrequencyFn) -> FrequencyFn:
         if name in SCALING_METHODS:
             raise ValueError(f"scaling method {name!r} is registered twice")
-        SCALING_METHODS[name] = ScalingMethod(
-            name, fn, frozenset(required), frozenset(optional), length_dependent
+        method = ScalingMethod(
+            name,
+            fn,
+            frozenset(required),
+            frozenset(optional),
+            length_dependent,
+            title,
+            MappingProxyType(dict(example)),
         )
+        method.validate(example)
+        SCALING_METHODS[name] = method
         return fn
 
     return decorate
@@ -110,7 +152,7 @@ def default_inv_freq(dim: int, base: float, *, device: torch.device | str | None
     return 1.0 / (base**exponents)
 
 
-@register_scaling("default")
+@register_scaling("default", title="plain RoPE", example={})
 def _default(
     dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
@@ -179,7 +221,7 @@ def _ntk_dim(method: str, dim: int) -> int:
 # Position Interpolation and NTK-aware base changes.
 
 
-@register_scaling("linear", required=("factor",))
+@register_scaling("linear", title="Position Interpolation", example={"factor": 4.0}, required=("factor",))
 def _linear(
     dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
@@ -201,7 +243,7 @@ def ntk_base(base: float, alpha: float, dim: int) -> float:
     return base * alpha ** (dim / (dim - 2))
 
 
-@register_scaling("ntk", required=("factor",))
+@register_scaling("ntk", title="NTK-aware", example={"factor": 4.0}, required=("factor",))
 def _ntk(dim: int, base: float, params: Mapping[str, Any], seq_len: int | None) -> tuple[torch.Tensor, float]:
     """Static NTK-aware scaling (bloc97, 2023; written up in YaRN, arXiv 2309.00071 §3.1): ``b' = b * s**(d/(d-2))``.
 
@@ -230,7 +272,13 @@ def dynamic_ntk_alpha(
     return factor * n / original_len - (factor - 1)
 
 
-@register_scaling("dynamic", required=("factor", "original_max_position_embeddings"), length_dependent=True)
+@register_scaling(
+    "dynamic",
+    title="Dynamic NTK",
+    example={"factor": 2.0, ORIGINAL_LEN_KEY: 4096},
+    required=("factor", ORIGINAL_LEN_KEY),
+    length_dependent=True,
+)
 def _dynamic(
     dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[torch.Tensor, float]:
@@ -311,7 +359,9 @@ def _betas(method: str, params: Mapping[str, Any]) -> tuple[float, float]:
 
 @register_scaling(
     "ntk_by_parts",
-    required=("factor", "original_max_position_embeddings"),
+    title="NTK-by-parts",
+    example={"factor": 4.0, ORIGINAL_LEN_KEY: 4096},
+    required=("factor", ORIGINAL_LEN_KEY),
     optional=("beta_fast", "beta_slow"),
 )
 def _ntk_by_parts(
@@ -343,7 +393,10 @@ YARN_RAMPS = ("index", "ratio")
 
 @register_scaling(
     "yarn",
-    required=("factor", "original_max_position_embeddings"),
+    title="YaRN",
+    # Qwen2.5's recipe for 128k tokens
+    example={"factor": 4.0, ORIGINAL_LEN_KEY: 32768},
+    required=("factor", ORIGINAL_LEN_KEY),
     optional=("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate", "ramp"),
 )
 def _yarn(
@@ -396,7 +449,11 @@ def _yarn(
 
 
 @register_scaling(
-    "llama3", required=("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+    "llama3",
+    title="Llama 3",
+    # Llama 3.1's
+    example={"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, ORIGINAL_LEN_KEY: 8192},
+    required=("factor", "low_freq_factor", "high_freq_factor", ORIGINAL_LEN_KEY),
 )
 def _llama3(
     dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
@@ -438,7 +495,16 @@ def longrope_attention_factor(factor: float, original_len: int) -> float:
 
 @register_scaling(
     "longrope",
-    required=("short_factor", "long_factor", "original_max_position_embeddings"),
+    title="LongRoPE",
+    # Phi-3.5-mini's lengths and factor; its searched lists replaced by plain ones (1 for short texts, 1 to 32
+    # from the fastest pair to the slowest for long ones)
+    example={
+        "short_factor": [1.0] * (EXAMPLE_DIM // 2),
+        "long_factor": [1.0 + 31.0 * i / (EXAMPLE_DIM // 2 - 1) for i in range(EXAMPLE_DIM // 2)],
+        ORIGINAL_LEN_KEY: 4096,
+        "factor": 32.0,
+    },
+    required=("short_factor", "long_factor", ORIGINAL_LEN_KEY),
     optional=("factor", "attention_factor"),
     length_dependent=True,
 )

@@ -19,27 +19,18 @@ from posref._checks import check_base, check_choice, check_positive_int
 from posref.config import RopeConfig
 from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, log_slider
 from posref.inspector import Inspection, inspect_rope
+from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS
 
 __all__ = [
-    "LLAMA31_BANDS",
-    "SCALING_EXPLORER_METHODS",
     "scaling_dict",
     "scaling_explorer",
     "scaling_figure",
     "scaling_inspection",
+    "scaling_menu",
 ]
 
 
-# the registry's methods that need nothing but a factor and the original length (dynamic NTK also needs the
-# current length and equals ``ntk`` at ``alpha = factor``; LongRoPE needs searched per-pair factors)
-SCALING_EXPLORER_METHODS = {
-    "linear": "linear (Position Interpolation)",
-    "ntk": "ntk (NTK-aware)",
-    "ntk_by_parts": "ntk_by_parts",
-    "yarn": "yarn (transformers' index ramp)",
-    "llama3": "llama3 (bands 1, 4 as Llama 3.1)",
-}
-LLAMA31_BANDS = {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+BETAS = ("beta_fast", "beta_slow")
 _KIND_COLOURS = {
     "kept": "tab:green",
     "blended": "tab:orange",
@@ -71,24 +62,49 @@ def _check_betas(betas: object) -> tuple[float, float]:
     return float(betas[0]), float(betas[1])
 
 
+def scaling_menu() -> dict[str, str]:
+    """The methods the explorer offers -> ``{rope_type: label}``, in the registry's order.
+
+    Every registered method whose one dial is its factor: ``factor`` required and no dependence on the current
+    length (Dynamic NTK is NTK-aware with a factor grown from the length; LongRoPE has searched per-pair factors
+    instead). Its other keys come from the method's ``example`` (Llama 3.1's bands for ``llama3``), the training
+    length and the betas from the explorer's arguments.
+    """
+    return {
+        name: f"{name} ({method.title})"
+        for name, method in SCALING_METHODS.items()
+        if "factor" in method.required and not method.length_dependent
+    }
+
+
 def scaling_dict(
     method: str, factor: float, original_len: int, *, betas: tuple[float, float] = (32.0, 1.0)
 ) -> dict[str, Any]:
     """The ``rope_scaling`` dict the scaling explorer uses for ``method`` at ``factor`` -> a posref scaling dict.
 
-    ``method`` is one of ``SCALING_EXPLORER_METHODS``; ``original_len`` is ``L``; ``betas`` are ``(beta_fast,
-    beta_slow)`` for ``ntk_by_parts`` and ``yarn``; ``llama3`` uses Llama 3.1's bands ``LLAMA31_BANDS``.
+    ``method`` is one of ``scaling_menu()``. The dict is the method's ``example`` with ``factor``, with
+    ``original_len`` as ``L`` if the method reads it, and with ``betas = (beta_fast, beta_slow)`` if it accepts
+    them (``ntk_by_parts``, ``yarn``).
     """
-    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    check_choice("method", method, tuple(scaling_menu()))
     factor = _check_factor(factor)
     check_positive_int("original_len", original_len)
     beta_fast, beta_slow = _check_betas(betas)
-    if method in ("linear", "ntk"):
-        return {"rope_type": method, "factor": factor}
-    scaling = {"rope_type": method, "factor": factor, "original_max_position_embeddings": original_len}
-    if method == "llama3":
-        return {**scaling, **LLAMA31_BANDS}
-    return {**scaling, "beta_fast": beta_fast, "beta_slow": beta_slow}
+    registered = SCALING_METHODS[method]
+    params = {**registered.example, "factor": factor}
+    if registered.needs_original_len:
+        params[ORIGINAL_LEN_KEY] = original_len
+    if set(BETAS) <= registered.accepted:
+        params.update(beta_fast=beta_fast, beta_slow=beta_slow)
+    return {"rope_type": method, **params}
+
+
+def _name(method: str) -> str:
+    """The menu's label and the keys taken from the method's example, e.g. ``llama3 (Llama 3),
+    low_freq_factor=1.0, high_freq_factor=4.0``."""
+    example = SCALING_METHODS[method].example
+    taken = [f"{key}={value}" for key, value in example.items() if key not in ("factor", ORIGINAL_LEN_KEY)]
+    return ", ".join([scaling_menu()[method], *taken])
 
 
 def scaling_inspection(
@@ -109,7 +125,7 @@ def scaling_inspection(
     check_dim("head_dim", head_dim)
     scaling = scaling_dict(method, factor, original_len, betas=betas)
     rope = RopeConfig(head_dim=head_dim, base=check_base("base", base), scaling=scaling)
-    return inspect_rope(rope, name=SCALING_EXPLORER_METHODS[method])
+    return inspect_rope(rope, name=_name(method))
 
 
 class _ScalingView:
@@ -252,11 +268,12 @@ def scaling_explorer(
     base = check_base("base", base)
     check_positive_int("original_len", original_len)
     _check_betas(betas)
-    check_choice("method", method, tuple(SCALING_EXPLORER_METHODS))
+    menu = scaling_menu()
+    check_choice("method", method, tuple(menu))
     factor = _check_factor(factor)
     controls = {
         "method": widgets.Dropdown(
-            options=[(label, name) for name, label in SCALING_EXPLORER_METHODS.items()],
+            options=[(label, name) for name, label in menu.items()],
             value=method,
             description="method",
             layout=widgets.Layout(width=SLIDER_WIDTH),

@@ -13,78 +13,86 @@ from functools import partial
 
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
-from posref.scaling import default_inv_freq, rope_frequencies
+from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, default_inv_freq, rope_frequencies
 
 # YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
 _YARN_BETAS = (None, None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
 
 
+def _yarn_keys(draw: Draw, index: int) -> dict:
+    # the visible cases always include one with betas (the last), so reading them is checked in the notebook
+    betas = draw.choice(_YARN_BETAS) if draw.hidden else (None, None, _YARN_BETAS[2])[index % 3]
+    return betas or {}
+
+
+def _llama3_keys(draw: Draw, index: int) -> dict:
+    low = draw.choice((1.0, 2.0))
+    return {"low_freq_factor": low, "high_freq_factor": low * draw.choice((2.0, 4.0))}
+
+
+# what a method's cases carry beside the factor and, where the method reads it, the training length (the
+# registry's needs_original_len): drawn per case, ``index`` the case's number
+_OTHER_KEYS: dict[str, Callable[[Draw, int], dict]] = {"yarn": _yarn_keys, "llama3": _llama3_keys}
+
+
 def _params(draw: Draw, rope_type: str, index: int = 0) -> dict:
     factor = draw.choice((2.0, 4.0, 8.0, draw.uniform(1.5, 32.0)))
     original = draw.choice((512, 2048, 4096, 8192))
-    if rope_type in ("linear", "ntk"):
-        return {"factor": factor}
-    if rope_type == "yarn":
-        # the visible cases always include one with betas (the last), so reading them is checked in the notebook
-        betas = draw.choice(_YARN_BETAS) if draw.hidden else (None, None, _YARN_BETAS[2])[index % 3]
-        return {"factor": factor, "original_max_position_embeddings": original, **(betas or {})}
-    if rope_type == "llama3":
-        low = draw.choice((1.0, 2.0))
-        return {"factor": factor, "low_freq_factor": low, "high_freq_factor": low * draw.choice((2.0, 4.0)),
-                "original_max_position_embeddings": original}  # fmt: skip
-    raise ValueError(
-        f"no frequency checker for rope_type {rope_type!r}; expected linear, ntk, yarn or llama3"
-    )
+    params = {"factor": factor}
+    if SCALING_METHODS[rope_type].needs_original_len:
+        params[ORIGINAL_LEN_KEY] = original
+    if rope_type in _OTHER_KEYS:
+        params.update(_OTHER_KEYS[rope_type](draw, index))
+    return params
 
 
 def _reference(rope_type: str, head_dim, base, params, seq_len=None):
     return rope_frequencies(head_dim, base=base, scaling={"rope_type": rope_type, **params}, seq_len=seq_len)
 
 
-def _mistakes(rope_type: str) -> dict[str, Callable]:
-    def plain(head_dim, base, params, seq_len=None):
-        return default_inv_freq(head_dim, base), 1.0
+def _plain(head_dim, base, params, seq_len=None):
+    return default_inv_freq(head_dim, base), 1.0
 
-    if rope_type == "linear":
-        return {
-            "position interpolation squeezes positions m -> m / factor, so frequencies are divided by the "
-            "factor, not multiplied": lambda d, b, p, seq_len=None: (
-                default_inv_freq(d, b) * p["factor"],
-                1.0,
-            ),
-        }
-    if rope_type == "ntk":
-        return {
-            "NTK-aware scaling changes the base to base * factor**(d/(d-2)), not base * factor": (
-                lambda d, b, p, seq_len=None: (default_inv_freq(d, b * p["factor"]), 1.0)
-            ),
-            "NTK-aware scaling changes the base, it does not divide every frequency by the factor": (
-                lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
-            ),
-        }
-    if rope_type == "yarn":
-        read = 'read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
 
-        def default_betas(d, b, p, ramp, seq_len=None):
-            p = {key: value for key, value in p.items() if key not in ("beta_fast", "beta_slow")}
-            return _reference("yarn", d, b, {**p, "ramp": ramp})
+def _yarn_default_betas(d, b, p, ramp, seq_len=None):
+    p = {key: value for key, value in p.items() if key not in ("beta_fast", "beta_slow")}
+    return _reference("yarn", d, b, {**p, "ramp": ramp})
 
-        return {
-            "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin": (
-                lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)
-            ),
-            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
-            f"give: {read}": partial(default_betas, ramp="ratio"),
-            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
-            f"give with the library's ramp: {read}": partial(default_betas, ramp="index"),
-        }
-    return {
+
+_READ_BETAS = 'read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
+
+# the methods notebook 07 has an exercise for (the registry's others have none), each with the mistakes its
+# checker names when a student makes them
+FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
+    "linear": {
+        "position interpolation squeezes positions m -> m / factor, so frequencies are divided by the "
+        "factor, not multiplied": lambda d, b, p, seq_len=None: (default_inv_freq(d, b) * p["factor"], 1.0),
+    },
+    "ntk": {
+        "NTK-aware scaling changes the base to base * factor**(d/(d-2)), not base * factor": (
+            lambda d, b, p, seq_len=None: (default_inv_freq(d, b * p["factor"]), 1.0)
+        ),
+        "NTK-aware scaling changes the base, it does not divide every frequency by the factor": (
+            lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
+        ),
+    },
+    "yarn": {
+        "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin": (
+            lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)
+        ),
+        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+        f"give: {_READ_BETAS}": partial(_yarn_default_betas, ramp="ratio"),
+        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+        f"give with the library's ramp: {_READ_BETAS}": partial(_yarn_default_betas, ramp="index"),
+    },
+    "llama3": {
         "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
         "(lambda > L / low_freq_factor) by the factor, blending in between": (
             lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
         ),
-        "that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq": plain,
-    }
+        "that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq": _plain,
+    },
+}
 
 
 def _other_correct(rope_type: str) -> Callable | None:
@@ -101,9 +109,13 @@ def _other_correct(rope_type: str) -> Callable | None:
 
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
-    ``rope_type`` method (``linear``, ``ntk``, ``yarn`` or ``llama3``). Frequencies are float32 on the CPU;
-    the tolerance is a few float32 units in the last place (relative). For YaRN the paper's ramp and the
-    library's are both accepted, and some cases carry ``beta_fast``/``beta_slow`` (one of the visible ones)."""
+    ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``yarn``, ``llama3``).
+    Frequencies are float32 on the CPU; the tolerance is a few float32 units in the last place (relative). For
+    YaRN the paper's ramp and the library's are both accepted, and some cases carry ``beta_fast``/``beta_slow``
+    (one of the visible ones)."""
+    if rope_type not in FREQUENCY_MISTAKES:
+        checked = ", ".join(FREQUENCY_MISTAKES)
+        raise ValueError(f"no frequency checker for rope_type {rope_type!r}; expected one of {checked}")
     draw = Draw(hidden=hidden, device=device)
     cases = []
     for i in range(draw.n(3, 16)):
@@ -111,9 +123,15 @@ def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, dev
         base = 10000.0 if not hidden else draw.choice((10000.0, 500000.0, draw.uniform(1e3, 1e6)))
         cases.append(Case((head_dim, base, _params(draw, rope_type, i)), atol=1e-12, rtol=1e-5))
     first_difference(
-        f"{rope_type} frequencies", fn, partial(_reference, rope_type), cases, mistakes=_mistakes(rope_type),
-        match_dtype=False, accept=_other_correct(rope_type), seed=draw.quoted_seed,
-    )  # fmt: skip
+        f"{rope_type} frequencies",
+        fn,
+        partial(_reference, rope_type),
+        cases,
+        mistakes=FREQUENCY_MISTAKES[rope_type],
+        match_dtype=False,
+        accept=_other_correct(rope_type),
+        seed=draw.quoted_seed,
+    )
 
 
 def check_rope_frequencies_linear(fn: Callable, *, hidden: bool = False, device=None) -> None:

@@ -12,33 +12,28 @@ import torch
 from conftest import assert_close
 
 from posref.rope import RotaryEmbedding, apply_rope, rope_cos_sin
-from posref.scaling import default_inv_freq, rope_frequencies
+from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, default_inv_freq, rope_frequencies
 
 HEAD_DIM = 32
-LONGROPE = {
-    "rope_type": "longrope",
-    "short_factor": [1.0 + 0.05 * i for i in range(HEAD_DIM // 2)],
-    "long_factor": [1.0 + 2.0 * i for i in range(HEAD_DIM // 2)],
-    "original_max_position_embeddings": 64,
-    "factor": 16.0,
-}
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64}
-SCALINGS = {
-    "default": None,
-    "linear": {"rope_type": "linear", "factor": 4.0},
-    "ntk": {"rope_type": "ntk", "factor": 4.0},
-    "ntk_by_parts": {"rope_type": "ntk_by_parts", "factor": 4.0, "original_max_position_embeddings": 64},
-    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-    "llama3": {
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 64,
-    },
-    "dynamic": DYNAMIC,
-    "longrope": LONGROPE,
-}
+L = 64
+
+
+def at_length(name: str) -> dict | None:
+    """The registry's example of method ``name`` for a ``HEAD_DIM`` head trained on ``L`` tokens (per-pair
+    lists cut to ``HEAD_DIM / 2`` entries); None for plain RoPE."""
+    if name == "default":
+        return None
+    method = SCALING_METHODS[name]
+    params = {k: v[: HEAD_DIM // 2] if isinstance(v, list) else v for k, v in method.example.items()}
+    if method.needs_original_len:
+        params[ORIGINAL_LEN_KEY] = L
+    return {"rope_type": name, **params}
+
+
+# every registered method, so a new one is covered by the cache tests without an edit here
+SCALINGS = {name: at_length(name) for name in SCALING_METHODS}
+DYNAMIC = SCALINGS["dynamic"]
+LONGROPE = SCALINGS["longrope"]
 
 
 def uncached(x: torch.Tensor, positions: torch.Tensor, scaling, seq_len: int) -> torch.Tensor:

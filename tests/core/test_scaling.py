@@ -15,11 +15,15 @@ import torch
 from conftest import assert_close
 
 from posref.scaling import (
+    EXAMPLE_DIM,
+    ORIGINAL_LEN_KEY,
     SCALING_METHODS,
+    ScalingMethod,
     default_inv_freq,
     dynamic_ntk_alpha,
     longrope_attention_factor,
     ntk_base,
+    register_scaling,
     rope_frequencies,
     yarn_mscale,
 )
@@ -353,6 +357,48 @@ def test_every_method_is_registered_with_its_paper():
     for method in SCALING_METHODS.values():
         assert "arXiv" in (method.fn.__doc__ or "") or method.name == "llama3", method.name
     assert {m.name for m in SCALING_METHODS.values() if m.length_dependent} == {"dynamic", "longrope"}
+
+
+def _example_frequencies(method: ScalingMethod, seq_len: int | None = None, **changes) -> torch.Tensor:
+    """``(EXAMPLE_DIM / 2 + 1,)``: the method's example frequencies and its attention factor, with ``changes``."""
+    scaling = {"rope_type": method.name, **method.example, **changes}
+    inv_freq, attention_factor = rope_frequencies(
+        EXAMPLE_DIM, base=500000.0, scaling=scaling, seq_len=seq_len
+    )
+    return torch.cat((inv_freq, torch.tensor([attention_factor])))
+
+
+@pytest.mark.parametrize("method", list(SCALING_METHODS.values()), ids=list(SCALING_METHODS))
+def test_every_method_says_what_it_reads_and_its_example_runs(method: ScalingMethod):
+    # the registry's metadata, checked against what the function does: the example runs and scales something;
+    # needs_original_len holds exactly when the training length changes the frequencies, length_dependent
+    # exactly when the current length does
+    assert method.title and method.title != method.name
+    example = _example_frequencies(method)
+    assert bool(torch.isfinite(example).all()) and bool((example > 0).all())
+    plain = _example_frequencies(SCALING_METHODS["default"])
+    long = 1 << 20  # past every example's training length
+    scaled = _example_frequencies(method, seq_len=long)
+    assert (method.name == "default") == torch.equal(scaled, plain), "only plain RoPE leaves RoPE as it is"
+    assert method.length_dependent == (not torch.equal(scaled, _example_frequencies(method, seq_len=16)))
+    if method.needs_original_len:
+        other = method.example[ORIGINAL_LEN_KEY] // 2
+        moved = _example_frequencies(method, seq_len=long, **{ORIGINAL_LEN_KEY: other})
+        assert not torch.equal(moved, scaled), "the training length must matter to a method that reads it"
+    else:
+        with pytest.raises(ValueError, match=f"does not accept key\\(s\\) {ORIGINAL_LEN_KEY}"):
+            _example_frequencies(method, **{ORIGINAL_LEN_KEY: 4096})
+
+
+def test_a_method_is_registered_once_with_an_example_it_accepts():
+    def fn(dim, base, params, seq_len):
+        return default_inv_freq(dim, base), 1.0
+
+    with pytest.raises(ValueError, match="'linear' is registered twice"):
+        register_scaling("linear", title="again", example={"factor": 2.0}, required=("factor",))(fn)
+    with pytest.raises(ValueError, match="rope_type 'made_up' requires key\\(s\\) factor"):
+        register_scaling("made_up", title="Made up", example={}, required=("factor",))(fn)
+    assert "made_up" not in SCALING_METHODS
 
 
 def test_device_argument_is_honoured():

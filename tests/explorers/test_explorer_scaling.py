@@ -8,12 +8,15 @@ compared) and the plotted data must follow the new value.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from explorer_helpers import assert_pixels_differ, by_gid, pixels, shown_png
 
 from posref.explorers.base import figure_png
-from posref.explorers.scaling import scaling_dict, scaling_explorer, scaling_figure
+from posref.explorers.scaling import scaling_dict, scaling_explorer, scaling_figure, scaling_menu
+from posref.scaling import SCALING_METHODS, ScalingMethod, default_inv_freq
 
 LLAMA_HEAD = {"head_dim": 128, "base": 500000.0, "original_len": 8192}
 
@@ -118,6 +121,26 @@ def test_scaling_explorer_updates_one_figure_and_draws_what_the_figure_function_
     assert pairs_of(explorer.figure, "kept") == []
     legend = [t.get_text() for t in explorer.figure.axes[1].get_legend().get_texts()]
     assert legend == ["interpolated: 8"]
+
+
+def test_the_menu_is_every_registered_method_whose_one_dial_is_its_factor(monkeypatch) -> None:
+    assert list(scaling_menu()) == ["linear", "ntk", "ntk_by_parts", "yarn", "llama3"]
+    assert scaling_menu()["linear"] == "linear (Position Interpolation)"
+
+    # a method registered later is in the menu, with no edit to the explorer: here every frequency divided by
+    # sqrt(s), so every pair is slowed by sqrt(s), between kept (1) and interpolated (s)
+    def root(dim, base, params, seq_len):
+        return default_inv_freq(dim, base) / math.sqrt(params["factor"]), 1.0
+
+    toy = ScalingMethod(
+        "root", root, frozenset({"factor"}), frozenset(), False, "square-root PI", {"factor": 4.0}
+    )
+    monkeypatch.setitem(SCALING_METHODS, "root", toy)
+    assert scaling_menu()["root"] == "root (square-root PI)"
+    explorer = scaling_explorer(16, 50.0, 64, method="root", factor=9.0)
+    np.testing.assert_allclose(by_gid(explorer.figure, "blended").get_offsets()[:, 1], 3.0, rtol=1e-6)
+    assert pairs_of(explorer.figure, "blended") == list(range(8))
+    assert "root (square-root PI), s = 9" in explorer.figure.texts[0].get_text()
 
 
 @pytest.mark.parametrize(

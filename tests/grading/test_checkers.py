@@ -13,6 +13,7 @@ import posref
 from posref import grading
 from posref.grading import CheckFailed, Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.scaling import FREQUENCY_MISTAKES
 
 CORRECT = [
     (
@@ -331,6 +332,17 @@ def _transformers_frequencies(rope_type):
 def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
     getattr(grading, f"check_rope_frequencies_{rope_type}")(fn)
     grading.check_frequencies(fn, rope_type, hidden=True)
+
+
+def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
+    assert list(FREQUENCY_MISTAKES) == ["linear", "ntk", "yarn", "llama3"]
+    for rope_type in FREQUENCY_MISTAKES:
+        assert rope_type in posref.SCALING_METHODS
+        assert callable(getattr(grading, f"check_rope_frequencies_{rope_type}"))
+    with pytest.raises(
+        ValueError, match="no frequency checker for rope_type 'dynamic'; expected one of linear"
+    ):
+        grading.check_frequencies(_linear_closed_form, "dynamic")
 
 
 @pytest.mark.parametrize(
