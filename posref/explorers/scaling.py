@@ -1,8 +1,9 @@
 """Notebook 07's explorer: what a context-extension method does to each frequency pair of a head.
 
-Each pair is kept, blended or interpolated (``posref.inspector``'s classification) by PI (arXiv 2306.15595),
-NTK-aware, NTK-by-parts and YaRN (arXiv 2309.00071) or Llama 3 (arXiv 2407.21783; the band rule is in Meta's
-code). The figure is built once by the explorer and updated in place when the method or the factor changes.
+Each pair is kept, blended or interpolated (``posref.inspector``'s classification). The methods offered are read
+from the registry (``scaling_menu``): today PI (arXiv 2306.15595), NTK-aware, NTK-by-parts and YaRN (arXiv
+2309.00071) and Llama 3 (arXiv 2407.21783; the band rule is in Meta's code). The figure is built once by the
+explorer and updated in place when the method or the factor changes.
 """
 
 from __future__ import annotations
