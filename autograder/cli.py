@@ -6,6 +6,7 @@
     python -m autograder feedback ASSIGNMENT
     python -m autograder export ASSIGNMENT [--csv FILE]
     python -m autograder demo [--workers N]
+    python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
 
 Course data lives in $POSREF_COURSE_DIR (default ~/posref-course), created on first use. See README.md.
 Only the options live here; each subcommand is one call of its step's module.
@@ -21,7 +22,9 @@ from autograder import course
 from autograder.demo.run import demo
 from autograder.export import export, print_table
 from autograder.grade import autograde, print_summary
+from autograder.lab import lab
 from autograder.submissions import import_submissions
+from posref.launch import passed_on
 
 
 def _positive_int(text: str) -> int:
@@ -54,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path)
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)
+    p = sub.add_parser(
+        "lab", help="JupyterLab for instructors: the formgrader with the course's configuration"
+    )
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="options passed on to JupyterLab")
     return parser
 
 
@@ -80,3 +87,5 @@ def main(argv: list[str] | None = None) -> None:
         print_table(export(args.assignment, args.csv))
     elif args.command == "demo":
         demo(args.workers)
+    elif args.command == "lab":
+        raise SystemExit(lab(passed_on(args.jupyter_args)))

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from jupyter_client.manager import AsyncKernelManager
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
@@ -40,8 +41,22 @@ if (
     raise SystemExit(REFUSAL)
 
 
+class GradingKernelManager(AsyncKernelManager):
+    """The kernel manager of nbgrader's Execute step: its kernels run with POSREF_GRADING=1, so that notebooks
+    load shipped results instead of training. Only those kernels: the variable is never set in this process,
+    which may be the instructor's JupyterLab, whose interactive kernels must not run in grading mode."""
+
+    async def start_kernel(self, **kw):
+        kw["env"] = {**(kw.get("env") or os.environ), "POSREF_GRADING": "1"}
+        return await super().start_kernel(**kw)
+
+
 class ExecuteIfAllowed(Execute):
     """nbgrader's Execute step of autograde, refused unless POSREF_ALLOW_PLAIN_AUTOGRADE=1 (see above)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["kernel_manager_class"] = GradingKernelManager
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources):
         if not ALLOWED:
@@ -57,8 +72,6 @@ c.Autograde.autograde_preprocessors = [
 REPO = Path(__file__).resolve().parent.parent
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 COURSE.mkdir(parents=True, exist_ok=True)
-# kernels started by plain `nbgrader autograde` inherit this: notebooks then load shipped results, never train
-os.environ.setdefault("POSREF_GRADING", "1")
 
 c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = os.environ.get("POSREF_SOURCE_DIR", "solutions")

@@ -57,10 +57,14 @@ def lab_env(*, instructor_tools: bool = False, env: Mapping[str, str] | None = N
     return out
 
 
+def passed_on(remainder: Sequence[str]) -> list[str]:
+    """The JupyterLab options of an ``argparse.REMAINDER`` argument, without the ``--`` that may lead them."""
+    return list(remainder[1:] if remainder[:1] == ["--"] else remainder)
+
+
 def run_lab(args: argparse.Namespace) -> int:
     folder = course_folder(args.folder)
-    extra = args.jupyter_args[1:] if args.jupyter_args[:1] == ["--"] else args.jupyter_args
-    command = lab_command(folder, extra)
+    command = lab_command(folder, passed_on(args.jupyter_args))
     print(f"posref lab: serving {folder}", file=sys.stderr)
     return subprocess.call(command, env=lab_env(instructor_tools=args.instructor_tools))
 

@@ -14,7 +14,8 @@ from autograder import course
 from autograder.course import REPO
 
 # every module of the package but the two entry points that run when imported: ``python -m autograder`` and
-# the nbgrader configuration, which nbgrader executes by path (it sets POSREF_GRADING for plain nbgrader's kernels)
+# the nbgrader configuration, which nbgrader executes by path (tests/notebooks/test_instructor_lab.py checks
+# that loading it leaves the environment alone)
 IMPORT_ALL = """
 import importlib, json, os, pkgutil
 before = dict(os.environ)

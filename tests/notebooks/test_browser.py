@@ -139,11 +139,19 @@ class LabServer:
     """JupyterLab on ``base/root`` with its own HOME, port and token.
 
     ``launcher="posref"`` starts it the way ``make lab`` does (``python -m posref lab``: the student config, the
-    start page, ``--allow-root`` decided by posref itself); ``run_as`` (a uid, when the test runs as root) starts
-    it as that ordinary user.
+    start page, ``--allow-root`` decided by posref itself), ``launcher="autograder"`` as instructors do
+    (``python -m autograder lab``); ``run_as`` (a uid, when the test runs as root) starts it as that ordinary
+    user; ``env`` adds to the server's environment.
     """
 
-    def __init__(self, base: Path, *, launcher: str = "jupyterlab", run_as: int | None = None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        *,
+        launcher: str = "jupyterlab",
+        run_as: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.launcher = launcher
         self.run_as = run_as
         self.root = base / "root"
@@ -174,6 +182,7 @@ class LabServer:
             "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
             "POSREF_FAST": "1",
             "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+            **(env or {}),
         }
         self.proc: subprocess.Popen | None = None
 
@@ -188,6 +197,8 @@ class LabServer:
         ]
         if self.launcher == "posref":
             cmd = [sys.executable, "-m", "posref", "lab", "--folder", str(self.root), "--", *options]
+        elif self.launcher == "autograder":  # the instructor's lab, served from the repository root
+            cmd = [sys.executable, "-m", "autograder", "lab", "--", *options]
         else:
             cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={self.root}", *options]
             if hasattr(os, "geteuid") and os.geteuid() == 0:
