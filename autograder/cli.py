@@ -2,7 +2,8 @@
 
     python -m autograder release ASSIGNMENT
     python -m autograder import PATH [--assignment ASSIGNMENT]      (a folder or an archive of submissions)
-    python -m autograder autograde ASSIGNMENT [--workers N] [--student ID ...] [--cell-timeout S] [--notebook-timeout S]
+    python -m autograder autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--student ID ... | --regrade]
+                                   [--cell-timeout S] [--notebook-timeout S]
     python -m autograder feedback ASSIGNMENT
     python -m autograder export ASSIGNMENT [--csv FILE]
     python -m autograder demo [--workers N]
@@ -42,8 +43,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment")
     p = sub.add_parser("autograde")
     p.add_argument("assignment")
-    p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1)
-    p.add_argument("--student", action="append")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=os.cpu_count() or 1,
+        help="local worker processes (one per CPU)",
+    )
+    where.add_argument("--scheduler", metavar="ADDRESS", help="grade on the Dask cluster of this scheduler")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--student", action="append", help="grade this student (again); repeat for more")
+    which.add_argument(
+        "--regrade", action="store_true", help="grade again students whose record is up to date"
+    )
     p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds for each answer cell and call")
     p.add_argument(
         "--notebook-timeout",
@@ -77,6 +89,8 @@ def main(argv: list[str] | None = None) -> None:
                 args.assignment,
                 workers=args.workers,
                 students=args.student,
+                scheduler=args.scheduler,
+                regrade=args.regrade,
                 cell_timeout=args.cell_timeout,
                 notebook_timeout=args.notebook_timeout,
             ),

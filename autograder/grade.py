@@ -1,23 +1,37 @@
-"""``python -m autograder autograde``: nbgrader's autograde and the score of record for each student.
+"""``python -m autograder autograde``: the score of record of every student, graded on a Dask cluster.
 
-``grade_student`` grades one student in one worker process: nbgrader's autograde through its Python API (the
-notebook is not executed by nbgrader: ``PendingScores`` leaves every grade empty), then ``record.grade_notebook``
-for each notebook of the assignment, written into the gradebook, the autograded notebook and a JSON record.
-``autograde`` runs it for every submitted student (or the ones asked for) in a spawned process pool.
+The instructor's process is the only one that writes: it sends each student's submission (its files, with the
+source notebooks) to a worker as one Dask task (``worker.score_student``: the score of record, computed in
+the worker's own sandboxes), and as each student's records come back it runs nbgrader's autograde through its
+Python API (the notebook is not executed by nbgrader: ``PendingScores`` leaves every grade empty), writes the
+scores into the gradebook and the autograded notebook, and writes the student's JSON record. The cluster is a
+local one (``--workers`` processes on this machine) or the one at ``--scheduler ADDRESS``: one code path.
+
+Faults: a worker that dies mid-student has that student regraded on another worker (Dask reschedules the
+task; after ``distributed.scheduler.allowed-failures`` deaths the student is recorded "could not grade"); a
+scheduler that goes away ends the run with a message, every record written so far kept; a run that has work
+left and no worker for ``NO_WORKERS_WAIT`` seconds stops the same way. A student whose record is up to date
+(same submission, same source notebooks, every notebook graded) is not graded again unless asked for by name
+or with ``regrade``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import multiprocessing
+import logging
 import os
 import shutil
 import sys
 import time
+import uuid
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError
+from contextlib import contextmanager
+from pathlib import Path
 
 from autograder import gradebook
+from autograder.cluster import dask_client
 from autograder.course import (
     CONFIG,
     NOTEBOOK_TIMEOUT,
@@ -27,20 +41,23 @@ from autograder.course import (
     tools_on_path,
 )
 from autograder.gradebook import PendingScores
-from autograder.record import Record, grade_notebook
-from autograder.sandbox import Sandbox
-from autograder.submissions import fingerprint
-from posref.grading.remote import student_text
+from autograder.submissions import fingerprint, read_submission
+from autograder.worker import score_student
 
-_API = None
+NO_WORKERS_WAIT = 120.0  # seconds a run with students left waits for a worker before it stops
+POLL = 2.0  # seconds between looks at the cluster while waiting for results
+
+_APIS: dict[tuple[str, ...], object] = {}
 
 
 def _nbgrader_api():
-    """nbgrader's Python API with the course configuration, built once per worker process (starting nbgrader's
-    command line per student costs seconds). The notebook itself is never executed by nbgrader here: the
-    score of record is computed in the sandbox (autograder/record.py) and written in afterwards."""
-    global _API
-    if _API is None:
+    """nbgrader's Python API with the course configuration, built once per course (starting nbgrader's command
+    line per student costs seconds). The notebook itself is never executed by nbgrader here: the score of
+    record is computed in the sandbox (autograder/record.py) and written in afterwards."""
+    key = tuple(
+        os.environ.get(n, "") for n in ("POSREF_COURSE_DIR", "POSREF_SOURCE_DIR", "POSREF_RELEASE_DIR")
+    )
+    if key not in _APIS:
         # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
         warnings.filterwarnings("ignore", message="Object of type <Submitted")
         from nbgrader.apps import NbGraderAPI
@@ -49,71 +66,157 @@ def _nbgrader_api():
         from nbgrader.preprocessors import SaveAutoGrades
         from traitlets.config.loader import PyFileConfigLoader
 
-        config = PyFileConfigLoader(str(CONFIG)).load_config()
+        saved = os.environ.get("POSREF_GRADING")
+        try:
+            config = PyFileConfigLoader(str(CONFIG)).load_config()
+        finally:  # the configuration sets POSREF_GRADING for plain nbgrader's kernels: not in this process
+            if saved is None:
+                os.environ.pop("POSREF_GRADING", None)
+            else:
+                os.environ["POSREF_GRADING"] = saved
         config.Execute.enabled = False
         config.Autograde.autograde_preprocessors = [
             PendingScores if step is SaveAutoGrades else step
             for step in Autograde.class_traits()["autograde_preprocessors"].default()
         ]
-        _API = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-    return _API
+        _APIS[key] = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    return _APIS[key]
 
 
-def _worker_init(counter) -> None:
-    with counter.get_lock():
-        counter.value += 1
-        os.environ["POSREF_WORKER"] = str(counter.value)
+def sources_of(assignment: str) -> dict[str, bytes]:
+    """The source notebooks of an assignment (file name -> bytes): what each worker grades against."""
+    return {p.name: p.read_bytes() for p in sorted((source_dir() / assignment).glob("*.ipynb"))}
 
 
-def grade_student(
-    assignment: str, student: str, cell_timeout: float, notebook_timeout: float = NOTEBOOK_TIMEOUT
-) -> dict:
-    """One student, in one worker process: nbgrader's autograde (without running the notebook), then the score
-    of record for each notebook, written into the gradebook, the autograded notebook and a JSON record."""
-    started = time.perf_counter()
+def _digest(sources: dict[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for name, data in sorted(sources.items()):
+        digest.update(f"{name}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
+
+
+def _record_path(assignment: str, student: str) -> Path:
+    return course_dir() / "records" / assignment / f"{student}.json"
+
+
+def _write_record(out: dict) -> None:
+    target = _record_path(out["assignment"], out["student"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(out, indent=1))
+
+
+def up_to_date(assignment: str, student: str, source: str) -> bool:
+    """Whether the student's record graded this very submission against these source notebooks (``source``:
+    their digest), every notebook of it graded: a run that is not told otherwise leaves such a student be."""
+    path = _record_path(assignment, student)
+    if not path.exists():
+        return False
+    data = json.loads(path.read_text())
+    return (
+        not data.get("error")
+        and data.get("source") == source
+        and data.get("submission") == fingerprint(course_dir() / "submitted" / student / assignment)
+        and bool(data.get("notebooks"))
+        and all(nb.get("status") == "graded" for nb in data["notebooks"])
+    )
+
+
+def record_student(assignment: str, student: str, submission: str, source: str, scored: dict) -> dict:
+    """In the instructor's process, for one student whose records came back (``worker.score_student``):
+    nbgrader's autograde (without running the notebook), the scores into the gradebook and the autograded
+    notebook, and the JSON record (``submission`` and ``source``: digests of what was graded). Returns it."""
     course = course_dir()
-    graded = fingerprint(course / "submitted" / student / assignment)
     # an earlier feedback page would outlive this grading where nbgrader cannot take the new submission
     shutil.rmtree(course / "feedback" / student / assignment, ignore_errors=True)
-    sandbox = Sandbox(uid=61000 + int(os.environ.get("POSREF_WORKER", "0")))
     with tools_on_path():
         nb_run = _nbgrader_api().autograde(assignment, student, force=True, create=True)
-    records = []
-    for source_nb in sorted((source_dir() / assignment).glob("*.ipynb")):
-        submitted = course / "submitted" / student / assignment / source_nb.name
-        try:
-            record = grade_notebook(
-                source_nb, submitted, sandbox=sandbox, scratch_base=course / "scratch", timeout=cell_timeout,
-                budget=notebook_timeout,
-            )  # fmt: skip
-        except Exception as err:  # a fault of the grader's own: this notebook goes to a person, never scored
-            reason = f"grader error: {type(err).__name__}: {student_text(str(err))}"
-            record = Record(
-                notebook=source_nb.name, status="could not grade", reason=reason, sandbox=sandbox.mode
-            )
-        if not nb_run["success"] and record.status == "graded":
-            record.problems.append(
-                "nbgrader could not process this submission; scores are only in the record"
-            )
-        records.append(record)
-        autograded = course / "autograded" / student / assignment / source_nb.name
-        if nb_run["success"]:
-            gradebook.write_scores(assignment, student, source_nb.stem, record, autograded)
+    for record in scored["notebooks"]:
+        name = record["notebook"]
+        if not nb_run["success"]:
+            if record["status"] == "graded":
+                record["problems"].append(
+                    "nbgrader could not process this submission; scores are only in the record"
+                )
+            continue
+        autograded = course / "autograded" / student / assignment / name
+        gradebook.write_scores(assignment, student, Path(name).stem, record, autograded)
     out = {
         "student": student,
         "assignment": assignment,
-        "seconds": time.perf_counter() - started,
-        "submission": graded,
-        "notebooks": [r.to_json() for r in records],
+        "seconds": scored["seconds"],
+        "worker": scored["worker"],
+        "submission": submission,
+        "source": source,
+        "notebooks": scored["notebooks"],
     }
     _write_record(out)
     return out
 
 
-def _write_record(out: dict) -> None:
-    target = course_dir() / "records" / out["assignment"] / f"{out['student']}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(out, indent=1))
+def _failed(assignment: str, student: str, error: str) -> dict:
+    """The record of a student the grader failed on: "could not grade" in the export, never a 0, never the
+    previous record (else export kept it, or left the student out)."""
+    out = {"student": student, "assignment": assignment, "error": error, "notebooks": []}
+    _write_record(out)
+    return out
+
+
+def _error_text(err: Exception) -> str:
+    from distributed import KilledWorker
+
+    if isinstance(err, KilledWorker):
+        return f"every Dask worker that took this student died while grading it ({type(err).__name__})"
+    return repr(err)
+
+
+@contextmanager
+def _quiet_reconnects():
+    """Dask's client logs a traceback for each attempt to reach a scheduler that went away: the run's own
+    message says so once, with what was kept."""
+    logger = logging.getLogger("distributed.client")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _outcomes(client, futures: dict, where: str):
+    """``(futures[f], result or exception)`` for each future as it finishes. Stops the run (SystemExit, with
+    how many were done) when the scheduler goes away, or after ``NO_WORKERS_WAIT`` seconds without a worker."""
+    from distributed import wait
+
+    pending, idle_since, finished = set(futures), None, 0
+
+    def stop(why: str) -> SystemExit:
+        return SystemExit(
+            f"{why}: {finished} of {len(futures)} student(s) sent there graded and recorded; run the same "
+            "command again to grade the rest"
+        )
+
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=POLL, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        except CancelledError:
+            raise stop(f"{where} went away (or cancelled the work)") from None
+        if done:
+            idle_since = None
+        elif not client.scheduler_info()["workers"]:
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > NO_WORKERS_WAIT:
+                raise stop(f"no worker at {where} for {NO_WORKERS_WAIT:g} s")
+        for future in done:
+            try:
+                outcome = future.result()
+            except CancelledError:
+                raise stop(f"{where} went away (or cancelled the work)") from None
+            except Exception as err:
+                outcome = err
+            finished += 1
+            yield futures[future], outcome
 
 
 def autograde(
@@ -123,7 +226,12 @@ def autograde(
     students: list[str] | None = None,
     cell_timeout: float = 60.0,
     notebook_timeout: float = NOTEBOOK_TIMEOUT,
+    scheduler: str | None = None,
+    regrade: bool = False,
 ) -> list[dict]:
+    """Grade every submitted student of ``assignment`` whose record is not up to date (all of them with
+    ``regrade``; exactly ``students`` when given) on a local cluster of ``workers`` processes or on the Dask
+    scheduler at ``scheduler``. Returns the records written, sorted by student."""
     from tqdm import tqdm
 
     require_released(assignment)
@@ -140,33 +248,41 @@ def autograde(
         raise SystemExit(
             f"no submission of {assignment} for {', '.join(unknown)} (submitted: {', '.join(found)})"
         )
-    students = students or found
-    # spawn, not fork: a forked worker inherits torch's OpenMP thread pool without its threads, and its first
-    # parallel torch call then waits forever (seen here when the caller had already run torch)
-    context = multiprocessing.get_context("spawn")
-    counter = context.Value("i", 0)
+    sources = sources_of(assignment)
+    source = _digest(sources)
+    todo = students or [s for s in found if regrade or not up_to_date(assignment, s, source)]
+    if len(todo) < len(found) and not students:
+        print(
+            f"{len(found) - len(todo)} student(s) graded already, submission and notebooks unchanged: not graded "
+            "again (--regrade grades them again)",
+            file=sys.stderr,
+        )
     results = []
-    # one task per student: the same student is never graded by two workers at once
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_worker_init, initargs=(counter,)
-    ) as pool:
-        futures = {
-            pool.submit(grade_student, assignment, s, cell_timeout, notebook_timeout): s for s in students
-        }
-        for future in tqdm(
-            as_completed(futures), total=len(futures), desc=f"autograde {assignment}", unit="student"
-        ):
+    if not todo:
+        return results
+    where = f"the Dask scheduler at {scheduler}" if scheduler else "the local Dask cluster"
+    with _quiet_reconnects(), dask_client(scheduler, min(workers, len(todo))) as client:
+        futures = {}
+        for student in todo:
+            folder = submitted / student / assignment
             try:
-                results.append(future.result())
-            except Exception as err:  # a grader failure is reported as such, never as a 0
-                failed = {
-                    "student": futures[future],
-                    "assignment": assignment,
-                    "error": repr(err),
-                    "notebooks": [],
-                }
-                _write_record(failed)  # else export kept the previous record, or left the student out
-                results.append(failed)
+                files = read_submission(folder)
+            except ValueError as err:
+                results.append(_failed(assignment, student, str(err)))
+                continue
+            # one task per student: the same student is never graded by two workers at once
+            key = f"grade-{assignment}-{student}-{uuid.uuid4().hex[:8]}"
+            future = client.submit(score_student, sources, files, cell_timeout, notebook_timeout, key=key)
+            futures[future] = (student, fingerprint(folder))
+        with tqdm(
+            total=len(todo), initial=len(results), desc=f"autograde {assignment}", unit="student"
+        ) as bar:
+            for (student, submission), outcome in _outcomes(client, futures, where):
+                if isinstance(outcome, Exception):  # a grader failure is reported as such, never as a 0
+                    results.append(_failed(assignment, student, _error_text(outcome)))
+                else:
+                    results.append(record_student(assignment, student, submission, source, outcome))
+                bar.update()
     return sorted(results, key=lambda r: r["student"])
 
 

@@ -26,23 +26,24 @@ class PendingScores(SaveAutoGrades):
         self.gradebook.db.commit()
 
 
-def write_scores(assignment: str, student: str, notebook: str, record, autograded: Path) -> None:
-    """Each test cell's auto score := the record's; a notebook that could not be graded is flagged for manual
-    grading with no score (never a silent 0). The test cells of the autograded notebook show the record."""
-    by_id = {c.grade_id: c for c in record.cells}
+def write_scores(assignment: str, student: str, notebook: str, record: dict, autograded: Path) -> None:
+    """Each test cell's auto score := the record's (``Record.to_json()``); a notebook that could not be graded is
+    flagged for manual grading with no score (never a silent 0). The test cells of the autograded notebook
+    show the record."""
+    by_id = {c["grade_id"]: c for c in record["cells"]}
     with course.gradebook() as gb:
         for grade in gb.find_submission_notebook(notebook, assignment, student).grades:
             cell = by_id.get(grade.name)
-            if record.status != "graded" or cell is None:
+            if record["status"] != "graded" or cell is None:
                 grade.auto_score, grade.needs_manual_grade = None, True
             else:
-                grade.auto_score, grade.needs_manual_grade = cell.score, False
+                grade.auto_score, grade.needs_manual_grade = cell["score"], False
         gb.db.commit()
     if autograded.exists():
         nb = nbformat.read(autograded, as_version=4)
         for cell in nb.cells:
             result = by_id.get(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"))
             if result is not None:
-                text = f"Score of record: {result.score:g} / {result.points:g}\n{result.message}\n"
+                text = f"Score of record: {result['score']:g} / {result['points']:g}\n{result['message']}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         nbformat.write(nb, autograded)

@@ -106,3 +106,21 @@ def fingerprint(folder: Path) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+MAX_SUBMISSION = 256 * 2**20  # bytes of one student's submission of one assignment sent to a grading worker
+
+
+def read_submission(folder: Path, limit: int = MAX_SUBMISSION) -> dict[str, bytes]:
+    """The files of a submission folder (path relative to it -> bytes), what a grading worker is sent: regular
+    files only (a link would point outside the worker's copy), at most ``limit`` bytes in all."""
+    files, total = {}, 0
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        total += path.stat().st_size
+        if total > limit:
+            raise ValueError(
+                f"the submission holds more than {limit / 2**20:g} MiB, more than a grading worker is sent: "
+                "remove what the notebooks do not need from it"
+            )
+        files[path.relative_to(folder).as_posix()] = path.read_bytes()
+    return files

@@ -71,11 +71,8 @@ def test_until_the_score_of_record_is_written_the_gradebook_holds_no_score(demo_
     monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
     monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
     monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
-    monkeypatch.setattr(grade, "_API", None)
-    try:
-        assert grade._nbgrader_api().autograde("positions", "different", force=True, create=True)["success"]
-    finally:
-        grade._API = None
+    monkeypatch.setattr(grade, "_APIS", {})
+    assert grade._nbgrader_api().autograde("positions", "different", force=True, create=True)["success"]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grades = gb.find_submission_notebook("positions", "positions", "different").grades
         assert grades and all(g.auto_score is None and g.needs_manual_grade for g in grades)

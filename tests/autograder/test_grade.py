@@ -1,29 +1,55 @@
-"""`python -m autograder autograde` for each student (autograder/grade.py): records kept whatever fails."""
+"""`python -m autograder autograde` (autograder/grade.py): the instructor's side of grading on a Dask cluster.
+
+These tests run the cluster in this process (``LocalCluster(processes=False)``), so that a worker's task can be
+replaced by a stand-in; tests/autograder/test_dask.py runs real scheduler and worker processes.
+"""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from course_helpers import gradebook_copy
+from distributed import LocalCluster
 
-from autograder import grade
+from autograder import grade, worker
 from autograder.sandbox import Sandbox
 from autograder.submissions import fingerprint
 
 
-def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previous_record(
-    tmp_path, monkeypatch, empty_gradebook
-):
-    """A worker that failed (a gradebook locked too long, a worker killed) left no record: export then showed the
-    student's previous score, or no row at all."""
-    from concurrent.futures import ThreadPoolExecutor
+class NbgraderFails:
+    """nbgrader's API as it answers a submission it cannot take (quick: no gradebook, no notebook written)."""
 
+    def autograde(self, *args, **kwargs):
+        return {"success": False}
+
+
+@pytest.fixture(scope="module")
+def threads_cluster():
+    """A scheduler and one worker thread in this process: a test's stand-in for the worker's task reaches it."""
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def _course(tmp_path, monkeypatch, empty_gradebook, students=("alice",)):
     course = tmp_path / "course"
     monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
     with gradebook_copy(course, empty_gradebook) as gb:
         gb.add_assignment("02_absolute")
         gb.add_notebook("02_absolute", "02_absolute")
-    (course / "submitted" / "alice" / "02_absolute").mkdir(parents=True)
+    for student in students:
+        folder = course / "submitted" / student / "02_absolute"
+        folder.mkdir(parents=True)
+        (folder / "02_absolute.ipynb").write_text("{}")
+    return course
+
+
+def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previous_record(
+    tmp_path, monkeypatch, empty_gradebook, threads_cluster
+):
+    """A worker that failed (a gradebook locked too long, a worker killed) left no record: export then showed the
+    student's previous score, or no row at all."""
+    course = _course(tmp_path, monkeypatch, empty_gradebook)
     earlier = course / "records" / "02_absolute" / "alice.json"
     earlier.parent.mkdir(parents=True)
     earlier.write_text(
@@ -33,13 +59,45 @@ def test_a_student_whose_grading_failed_is_recorded_so_not_left_with_the_previou
     def fails(*args):
         raise RuntimeError("the worker died")
 
-    monkeypatch.setattr(grade, "grade_student", fails)
-    monkeypatch.setattr(
-        grade, "ProcessPoolExecutor", lambda max_workers, **_: ThreadPoolExecutor(max_workers)
-    )
-    (result,) = grade.autograde("02_absolute", workers=1)
+    monkeypatch.setattr(grade, "score_student", fails)
+    (result,) = grade.autograde("02_absolute", scheduler=threads_cluster)
     assert result["error"] == "RuntimeError('the worker died')"
     assert json.loads(earlier.read_text()) == result
+
+
+def test_a_run_grades_only_what_is_new_or_changed_unless_told_otherwise(
+    tmp_path, monkeypatch, empty_gradebook, threads_cluster, capsys
+):
+    course = _course(tmp_path, monkeypatch, empty_gradebook, students=("alice", "bob"))
+
+    def scores(sources, files, cell_timeout, notebook_timeout):
+        record = {"notebook": "02_absolute.ipynb", "status": "graded", "reason": "", "cells": [], "problems": [],
+                  "sandbox": "bubblewrap", "score": 0.0, "max_score": 0.0}  # fmt: skip
+        return {"notebooks": [record], "seconds": 0.0, "worker": "here"}
+
+    def run(**options) -> list[str]:
+        """The students graded (the task ran for them and their record was written)."""
+        return [r["student"] for r in grade.autograde("02_absolute", scheduler=threads_cluster, **options)]
+
+    monkeypatch.setattr(grade, "score_student", scores)
+    monkeypatch.setattr(grade, "_nbgrader_api", NbgraderFails)
+    for student in ("alice", "bob"):
+        (course / "submitted" / student / "02_absolute" / "02_absolute.ipynb").write_text(
+            json.dumps({"who": student})
+        )
+    assert run() == ["alice", "bob"]
+    assert run() == []
+    assert "2 student(s) graded already, submission and notebooks unchanged" in capsys.readouterr().err
+    (course / "submitted" / "bob" / "02_absolute" / "notes.txt").write_text("a file more")  # imported again
+    assert run() == ["bob"]
+    assert run(students=["alice"]) == ["alice"]  # asked for by name
+    assert run(regrade=True) == ["alice", "bob"]
+    record = course / "records" / "02_absolute" / "alice.json"
+    record.write_text(record.read_text().replace('"graded"', '"could not grade"'))
+    assert run() == ["alice"]  # not graded in full: graded again
+    sources = grade.sources_of("02_absolute")
+    monkeypatch.setattr(grade, "sources_of", lambda a: {k: v + b" " for k, v in sources.items()})
+    assert run() == ["alice", "bob"]  # the instructor changed the notebook
 
 
 def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_replaces(
@@ -56,16 +114,14 @@ def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_
     old_page.parent.mkdir(parents=True)
     old_page.write_text("Score: 6.0 / 10.0")
 
-    class NbgraderFails:
-        def autograde(self, *args, **kwargs):
-            return {"success": False}
-
     def not_graded(*args, **kwargs):
         raise AssertionError("the sandbox must not start for a missing notebook")
 
-    monkeypatch.setattr(grade, "_API", NbgraderFails())
+    monkeypatch.setattr(grade, "_nbgrader_api", NbgraderFails)
     monkeypatch.setattr(Sandbox, "scratch", not_graded)
-    out = grade.grade_student("02_absolute", "grace", cell_timeout=1)
+    files = {"02_absolute (1).ipynb": b"{}"}
+    scored = worker.score_student(grade.sources_of("02_absolute"), files, cell_timeout=1, notebook_timeout=60)
+    out = grade.record_student("02_absolute", "grace", fingerprint(submission), "source", scored)
     assert not old_page.exists()
     (nb,) = out["notebooks"]
     assert nb["status"] == "could not grade" and nb["score"] is None

@@ -28,8 +28,10 @@ def test_write_scores_leaves_a_notebook_that_could_not_be_graded_without_a_score
             return g.auto_score, g.needs_manual_grade
 
     cells = [CellResult("cell1", 2.0, 0.0)]
-    write_scores("a", "s", "nb", Record("nb", "could not grade", "broken", cells), tmp_path / "none.ipynb")
+    write_scores(
+        "a", "s", "nb", Record("nb", "could not grade", "broken", cells).to_json(), tmp_path / "none.ipynb"
+    )
     assert grade() == (None, True)  # never a silent 0
     cells = [CellResult("cell1", 2.0, 2.0)]
-    write_scores("a", "s", "nb", Record("nb", "graded", cells=cells), tmp_path / "none.ipynb")
+    write_scores("a", "s", "nb", Record("nb", "graded", cells=cells).to_json(), tmp_path / "none.ipynb")
     assert grade() == (2.0, False)
