@@ -66,14 +66,7 @@ def _nbgrader_api():
         from nbgrader.preprocessors import SaveAutoGrades
         from traitlets.config.loader import PyFileConfigLoader
 
-        saved = os.environ.get("POSREF_GRADING")
-        try:
-            config = PyFileConfigLoader(str(CONFIG)).load_config()
-        finally:  # the configuration sets POSREF_GRADING for plain nbgrader's kernels: not in this process
-            if saved is None:
-                os.environ.pop("POSREF_GRADING", None)
-            else:
-                os.environ["POSREF_GRADING"] = saved
+        config = PyFileConfigLoader(str(CONFIG)).load_config()
         config.Execute.enabled = False
         config.Autograde.autograde_preprocessors = [
             PendingScores if step is SaveAutoGrades else step
