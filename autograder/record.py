@@ -24,6 +24,7 @@ import nbformat
 import posref.grading as checkers
 from autograder.course import NOTEBOOK_TIMEOUT
 from autograder.sandbox import Sandbox
+from posref.grading import rules
 from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
 
 MAX_RESTARTS = 6
@@ -200,6 +201,9 @@ def grade_notebook(
             CellResult(_meta(c).get("grade_id", "?"), float(_meta(c).get("points", 0)), 0.0) for c in tests
         ]
         return record
+    answer_cells = {
+        i for i, c in enumerate(source_nb.cells) if c.cell_type == "code" and _meta(c).get("solution")
+    }
     scratch = sandbox.scratch(submitted_path.parent, scratch_base)
     children = _Children(program, sandbox, scratch, record.problems, timeout, budget)
     try:
@@ -220,7 +224,10 @@ def grade_notebook(
             result = CellResult(meta.get("grade_id", "?"), float(meta.get("points", 0)), 0.0)
             record.cells.append(result)
             try:
-                messages = [_run_check(children, name, fn) for name, fn in checker_calls(cell.source)]
+                messages = [
+                    _broken_rule(program, answer_cells, name, fn) or _run_check(children, name, fn)
+                    for name, fn in checker_calls(cell.source)
+                ]
             except BudgetSpent:
                 result.message = children.out_of_time
                 continue
@@ -243,6 +250,20 @@ def grade_notebook(
         children.close()
         shutil.rmtree(scratch.parent, ignore_errors=True)
     return record
+
+
+def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker: str, fn: str) -> str:
+    """'' unless the answer cell that defines ``fn`` (every answer cell, when none does) makes a call the rules
+    forbid for ``checker`` (``posref.grading.rules``); then the check's message, without running it. Read here,
+    on the cell's source: nothing in the child can change it."""
+    answers = [(i, src) for i, src in program if i in answer_cells]
+    defining = [(i, src) for i, src in answers if rules.binds(src, fn)] or answers
+    for index, source in defining:
+        context = [src for i, src in program if i != index]
+        problem = rules.find_forbidden(checker, source, context)
+        if problem is not None:
+            return rules.broken_rule_message(fn, problem)
+    return ""
 
 
 def _run_check(children: _Children, name: str, fn: str) -> str:

@@ -41,7 +41,12 @@ from posref.scaling import rope_frequencies
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
 CALIBRATION_SHAPE_GPU = (4, 16, 1024, 128)  # fp32: 34 MB per input; a matrix per position builds 4.3 GB
 STUDENT_IMPLS = Path(__file__).resolve().parents[1] / "tests" / "grading" / "student_impls.py"
-SANE_IMPLS = ("apply_rope_complex", "apply_rope_rotate_half")
+SANE_IMPLS = (
+    "apply_rope_complex",
+    "apply_rope_rotate_half",
+    "apply_rope_einsum",
+    "apply_rope_float64_inside",
+)
 SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
 
 

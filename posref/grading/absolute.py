@@ -9,6 +9,7 @@ import torch
 from posref.absolute import sinusoidal_pe, sinusoidal_shift_matrix
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 
 
 def _pe_variant(
@@ -73,6 +74,7 @@ def _pe_mistakes(base_default: float = 10000.0) -> dict[str, Callable[..., torch
     }
 
 
+@enforce_rules
 def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(n_positions, dim, base=10000.0)`` -> ``(n_positions, dim)`` equals ``posref.sinusoidal_pe``.
 
@@ -105,6 +107,7 @@ def _reference_pe(n, dim, base=10000.0):
     return sinusoidal_pe(n, dim, base=base)
 
 
+@enforce_rules
 def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(k, dim, base=10000.0)`` -> the ``(dim, dim)`` matrix with ``PE(p + k) = M_k @ PE(p)``.
 

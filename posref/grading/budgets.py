@@ -28,17 +28,20 @@ class Budget:
 
 
 APPLY_ROPE_CPU = Budget(
-    max_ratio=12.0,
+    max_ratio=20.0,
     shape=(1, 8, 256, 64),
     measured=(
-        "2-core shared CPU, torch 2.13, 1 thread, x (1, 8, 256, 64) float32, 11 rounds, against posref.apply_rope. "
-        "First run (old reference, machine load ~10): sane vectorised solutions: rotate_half in x's dtype 2.4 and "
-        "6.3, complex numbers 1.6 and 2.0; what the lecture warns against: a (D, D) rotation matrix per position "
-        "231 and 375, a Python loop over positions 53 and 230 (per-round ratios of sane solutions 0.3-19). "
-        "Second run (in-place reference of main 0fa7172, load ~5), three medians each: rotate_half 1.5, 1.3, 1.4; "
-        "complex 2.7, 2.6, 3.2; matrix per position 217, 160, 329; loop over positions 75, 176, 132. "
-        "12 was set from the first run, about twice its worst sane median (``propose_budget`` gives 13 there, 7 on "
-        "the second run); the best bad medians (53 and 75) are 4.4 and 6 times it."
+        "2-core shared CPU (load average 8-29), torch 2.13, 1 thread, x (1, 8, 256, 64) float32, against "
+        "posref.apply_rope of main d1844b0, timed as the check times it since 5de269f (11 rounds of chained calls "
+        "on fresh inputs, about 50 ms of the reference per round), three medians each. Run A (python -m posref.bench "
+        "--suite budgets): complex 1.9, 1.9, 2.1; rotate_half 2.1, 2.0, 2.3; matrix per position 343, 382, 442; "
+        "loop over positions 103, 93, 100. Run B, with einsum and float64-inside among the sane solutions: complex "
+        "2.2, 1.9, 2.0; rotate_half 2.0, 2.0, 2.1; einsum (a 2x2 rotation per pair) 8.1, 9.1, 9.0; float64 inside "
+        "4.8, 5.9, 5.1; matrix per position 303, 422, 320; loop over positions 94, 135, 95; two more einsum medians "
+        "9.7 and 9.8, float64 inside 4.5 and 5.0. ``propose_budget`` over all of them: ceil(2 * 9.8) = 20, and 3 * "
+        "20 = 60 is below the best slow median (93). (Before the chained rounds the budget was 12x, set without "
+        "einsum; two runs of the new timing against the older reference gave 4x and 5x for complex and "
+        "rotate_half alone.)"
     ),
 )
 

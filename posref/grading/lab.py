@@ -19,6 +19,7 @@ from torch import nn
 from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 from posref.lab.evaluate import per_position_loss
 from posref.lab.tasks import IGNORE_INDEX
 
@@ -59,6 +60,7 @@ def _draw_lm_case(draw: Draw, b: int, t: int, v: int, ignore_share: float) -> Ca
     return Case((logits, targets), label=f"{int(ignored.sum())} targets ignored", atol=1e-5, rtol=1e-5)
 
 
+@enforce_rules
 def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(logits (B, T, V), targets (B, T))`` -> ``(T,)``: mean cross-entropy (nats) at each position over the
     batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.lab.evaluate``."""
@@ -114,6 +116,7 @@ def _causal_uniform(v: torch.Tensor) -> torch.Tensor:
     return scaled_dot_product_attention(zeros, zeros, v, causal=True)
 
 
+@enforce_rules
 def check_causal_mean(
     fn: Callable[[torch.Tensor], torch.Tensor], *, hidden: bool = False, device=None
 ) -> None:

@@ -11,8 +11,10 @@ from posref.absolute import sinusoidal_pe
 from posref.attention import equivariance_error, scaled_dot_product_attention
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 
 
+@enforce_rules
 def check_attention(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(q, k, v, causal=False)`` -> ``(..., H, Tq, Dv)`` equals ``posref.scaled_dot_product_attention``.
 
@@ -92,6 +94,7 @@ class Probe:
         return {"__probe__": self.kind, "weight": self.weight}
 
 
+@enforce_rules
 def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, device=None) -> None:
     """``fn(f, x, perm)`` -> ``max |f(P x) - P f(x)|`` as a float, equal to ``posref.equivariance_error``.
 

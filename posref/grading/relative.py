@@ -9,9 +9,11 @@ import torch
 
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 from posref.relative import alibi_bias, alibi_slopes, t5_relative_position_bucket
 
 
+@enforce_rules
 def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(n_heads)`` -> ``(n_heads,)`` equals ``posref.alibi_slopes`` (any head count, powers of two or not)."""
     draw = Draw(hidden=hidden, device=device)
@@ -39,6 +41,7 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
     )
 
 
+@enforce_rules
 def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-m_h |i - j|``."""
     draw = Draw(hidden=hidden, device=device)
@@ -94,6 +97,7 @@ def _bucket_unclipped(rel, bidirectional=True, num_buckets=32, max_distance=128)
     return offset + torch.where(n < max_exact, n, max_exact + (log_ratio * (half - max_exact)).long())
 
 
+@enforce_rules
 def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(relative_position, bidirectional=True, num_buckets=32, max_distance=128)`` -> integer buckets in
     ``[0, num_buckets)``, equal to ``posref.t5_relative_position_bucket``; ``relative_position = key - query``."""

@@ -9,6 +9,7 @@ import torch
 
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import default_inv_freq
 
@@ -17,6 +18,7 @@ def _score_reference(q, k, inv_freq, distances):
     return rope_scores_by_distance(q, k, inv_freq, distances, layout="half")
 
 
+@enforce_rules
 def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(q, k, inv_freq, distances)`` -> ``(..., L)`` equals ``posref.rope_scores_by_distance`` (half layout).
 
@@ -86,6 +88,7 @@ def _pair_norms_reference(x, layout="half"):
     return pair_norms(x, layout=layout)
 
 
+@enforce_rules
 def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(x, layout="half")`` -> ``(..., D/2)`` equals ``posref.pair_norms`` in both layouts."""
     draw = Draw(hidden=hidden, device=device)
@@ -110,6 +113,7 @@ def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
     first_difference("pair_norms", fn, _pair_norms_reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
+@enforce_rules
 def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(inv_freq, p)`` -> ``(r,)`` equals ``posref.p_rope_inv_freq``: the ``floor(p r)`` highest kept, rest 0.
 

@@ -13,6 +13,7 @@ from functools import partial
 
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
+from posref.grading.rules import enforce_rules
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, default_inv_freq, rope_frequencies
 
 # YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
@@ -107,6 +108,7 @@ def _other_correct(rope_type: str) -> Callable | None:
     )
 
 
+@enforce_rules
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
     ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``yarn``, ``llama3``).
@@ -134,21 +136,25 @@ def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, dev
     )
 
 
+@enforce_rules
 def check_rope_frequencies_linear(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """Position Interpolation (arXiv 2306.15595): ``check_frequencies(fn, "linear")``."""
     check_frequencies(fn, "linear", hidden=hidden, device=device)
 
 
+@enforce_rules
 def check_rope_frequencies_ntk(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """NTK-aware base change (YaRN paper, arXiv 2309.00071, section 3.1): ``check_frequencies(fn, "ntk")``."""
     check_frequencies(fn, "ntk", hidden=hidden, device=device)
 
 
+@enforce_rules
 def check_rope_frequencies_yarn(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """YaRN (arXiv 2309.00071), frequencies and attention factor: ``check_frequencies(fn, "yarn")``."""
     check_frequencies(fn, "yarn", hidden=hidden, device=device)
 
 
+@enforce_rules
 def check_rope_frequencies_llama3(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """Llama 3.1's wavelength bands: ``check_frequencies(fn, "llama3")``."""
     check_frequencies(fn, "llama3", hidden=hidden, device=device)

@@ -1,5 +1,6 @@
-"""``apply_rope`` answers for the battery of ``test_speed_of_record.py``: correct alternatives, and slow ones that
-cheat on the speed check. The file is one answer cell: the grader's child runs it as the student's code."""
+"""``apply_rope`` answers for the battery of ``test_speed_of_record.py``: slow ones that cheat on the speed check.
+The file is one answer cell, run after ``tests/grading/student_impls.py`` (whose functions it uses) in the grader's
+child, as the student's code."""
 
 import mmap
 import os
@@ -8,43 +9,8 @@ import time
 import torch
 
 
-def _pairs(x, r, layout):
-    """x's rotated dims as (first, second) of each pair, and the dims passed through."""
-    rot, rest = x[..., : 2 * r], x[..., 2 * r :]
-    if layout == "half":
-        return rot[..., :r], rot[..., r:], rest
-    return rot[..., 0::2], rot[..., 1::2], rest
-
-
-def _join(a, b, rest, layout):
-    rot = torch.cat((a, b), -1) if layout == "half" else torch.stack((a, b), -1).flatten(-2)
-    return torch.cat((rot, rest), -1)
-
-
-def apply_rope_einsum(x, cos, sin, layout="half"):
-    """Correct: each pair times its 2x2 rotation matrix, with einsum."""
-    r = cos.shape[-1]
-    a, b, rest = _pairs(x.float(), r, layout)
-    rotation = torch.stack(
-        (torch.stack((cos, -sin), -1), torch.stack((sin, cos), -1)), -2
-    )  # (..., T, r, 2, 2)
-    pairs = torch.stack((a, b), -1)
-    out = torch.einsum("...ij,...j->...i", rotation, pairs)
-    return _join(out[..., 0], out[..., 1], rest.float(), layout).to(x.dtype)
-
-
-def apply_rope_float64_inside(x, cos, sin, layout="half"):
-    """Correct: computed in float64, returned in x's dtype."""
-    r = cos.shape[-1]
-    a, b, rest = _pairs(x.double(), r, layout)
-    c, s = cos.double(), sin.double()
-    return _join(a * c - b * s, b * c + a * s, rest, layout).to(x.dtype)
-
-
 def _vectorised(x, cos, sin, layout):
-    r = cos.shape[-1]
-    a, b, rest = _pairs(x.float(), r, layout)
-    return _join(a * cos - b * sin, b * cos + a * sin, rest.float(), layout).to(x.dtype)
+    return apply_rope_rotate_half(x, cos, sin, layout)  # noqa: F821  (student_impls.py, the cell before)
 
 
 def _loop(x, cos, sin, layout):

@@ -294,3 +294,36 @@ def rope_scores_keys_only(q, k, cos, sin, layout="half"):
 def rope_scores_complex(q, k, cos, sin, layout="half"):
     """Correct: rotate both with the complex implementation, then dot products."""
     return apply_rope_complex(q, cos, sin, layout) @ apply_rope_complex(k, cos, sin, layout).transpose(-1, -2)
+
+
+def _pairs(x, r, layout):
+    """x's rotated dims as (first, second) of each pair, and the dims passed through."""
+    rot, rest = x[..., : 2 * r], x[..., 2 * r :]
+    if layout == "half":
+        return rot[..., :r], rot[..., r:], rest
+    return rot[..., 0::2], rot[..., 1::2], rest
+
+
+def _join(a, b, rest, layout):
+    rot = torch.cat((a, b), -1) if layout == "half" else torch.stack((a, b), -1).flatten(-2)
+    return torch.cat((rot, rest), -1)
+
+
+def apply_rope_einsum(x, cos, sin, layout="half"):
+    """Correct: each pair times its 2x2 rotation matrix, with einsum (sane, but several times the reference)."""
+    r = cos.shape[-1]
+    a, b, rest = _pairs(x.float(), r, layout)
+    rotation = torch.stack(
+        (torch.stack((cos, -sin), -1), torch.stack((sin, cos), -1)), -2
+    )  # (..., T, r, 2, 2)
+    pairs = torch.stack((a, b), -1)
+    out = torch.einsum("...ij,...j->...i", rotation, pairs)
+    return _join(out[..., 0], out[..., 1], rest.float(), layout).to(x.dtype)
+
+
+def apply_rope_float64_inside(x, cos, sin, layout="half"):
+    """Correct: computed in float64, returned in x's dtype."""
+    r = cos.shape[-1]
+    a, b, rest = _pairs(x.double(), r, layout)
+    c, s = cos.double(), sin.double()
+    return _join(a * c - b * s, b * c + a * s, rest, layout).to(x.dtype)

@@ -78,10 +78,15 @@ def test_07_runs_with_the_librarys_yarn_ramp(tmp_path, monkeypatch):
         monkeypatch.setenv(key, value)
     nb = nbformat.read(nh.source("07_scaling"), as_version=4)
     ids = [cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells]
+    # the library's ramp, as transformers computes it (posref's rope_frequencies would break the notebook's rules)
     nb.cells[ids.index("yarn_frequencies")].source = (
+        "import math\nfrom posref.scaling import yarn_index_ramp\n\n"
         "def yarn_frequencies(head_dim, base, params, seq_len=None):\n"
-        "    # the library's ramp, as transformers computes it\n"
-        '    return posref.rope_frequencies(head_dim, base=base, scaling={"rope_type": "yarn", **params})\n'
+        '    s, length = params["factor"], params["original_max_position_embeddings"]\n'
+        '    betas = params.get("beta_fast", 32.0), params.get("beta_slow", 1.0)\n'
+        "    weight = yarn_index_ramp(head_dim, base, length, *betas)\n"
+        "    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)\n"
+        "    return inv_freq * (1 - weight) + inv_freq / s * weight, 0.1 * math.log(s) + 1.0\n"
     )
     comparison = next(i for i, cell in enumerate(nb.cells) if "mine = {" in cell.source)
     nb.cells = nb.cells[: comparison + 1]  # up to the cell that compares the student's rules with posref's

@@ -1,0 +1,67 @@
+"""In the score of record, an answer that makes a call its notebook's rules forbid earns nothing for that
+function's tests, with a message naming the call; the other answers are graded as usual."""
+
+from __future__ import annotations
+
+import nbformat
+
+from autograder.course import REPO
+from autograder.record import _broken_rule, grade_notebook
+from autograder.sandbox import Sandbox
+
+
+def test_calling_sdpa_in_01s_attention_earns_nothing_for_it_and_changes_nothing_else(tmp_path):
+    source = REPO / "solutions" / "01_order" / "01_order.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    (attention,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention"]
+    attention.source = (
+        "import torch.nn.functional as F\n\ndef attention(q, k, v, causal=False):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)\n"
+    )
+    submitted = tmp_path / "alice" / source.name
+    submitted.parent.mkdir()
+    nbformat.write(nb, submitted)
+    record = grade_notebook(source, submitted, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
+    cells = {c.grade_id: c for c in record.cells}
+    assert record.status == "graded"
+    assert cells["test_attention"].score == 0
+    assert cells["test_attention"].message.startswith(
+        "attention earns nothing here: its answer uses F.scaled_dot_product_attention: the exercise asks you"
+    )
+    assert cells["test_equivariance_error"].score == cells["test_equivariance_error"].points
+
+
+def test_the_answer_cell_that_defines_the_function_is_the_one_read():
+    program = [
+        (0, "import posref\nimport posref as pr"),  # the notebook's own set-up cell: its imports count
+        (
+            3,
+            "def apply_rope(x, cos, sin, layout='half'):\n    return pr.apply_rope(x, cos, sin, layout=layout)",
+        ),
+        (5, "def rope_scores(q, k, cos, sin, layout='half'):\n    return apply_rope(q, cos, sin) @ k.mT"),
+        (7, "model = posref.load_checkpoint('rope')"),
+    ]
+    answers = {3, 5, 7}
+    message = _broken_rule(program, answers, "check_apply_rope", "apply_rope")
+    assert message.startswith(
+        "apply_rope earns nothing here: its answer uses pr.apply_rope, which is posref's own"
+    )
+    assert _broken_rule(program, answers, "check_rope_scores", "rope_scores") == ""  # its own apply_rope
+    assert _broken_rule(program, answers, "check_apply_rope_speed", "apply_rope") == message
+    one_line = [(0, "import posref"), (3, "apply_rope = posref.apply_rope")]
+    assert "posref.apply_rope" in _broken_rule(one_line, {3}, "check_apply_rope", "apply_rope")
+
+
+def test_each_notebook_states_the_rules_its_grader_enforces_once():
+    from autograder.record import checker_calls
+    from posref.grading.rules import RULES
+
+    for path in sorted((REPO / "solutions").glob("0*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        stated = [c.source for c in nb.cells if "**Rules for answers.**" in c.source]
+        assert len(stated) == 1, f"{path.name}: the rules are stated {len(stated)} times"
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+                for checker, fn in checker_calls(cell.source):
+                    for name in (*RULES[checker].posref, *RULES[checker].anywhere):
+                        assert f"`{name}`" in stated[0] or f".{name}`" in stated[0], (path.name, fn, name)
