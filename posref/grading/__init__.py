@@ -17,7 +17,12 @@ This package imports the posref core only (never explorers, notebooks or trainin
 
 from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.lab import check_causal_mean, check_per_position_loss
+from posref.grading.lab import (
+    check_alibi_handler,
+    check_causal_mean,
+    check_per_position_loss,
+    check_rope_handler,
+)
 from posref.grading.order import Probe, check_attention, check_equivariance_error
 from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
 from posref.grading.report import Case, CheckFailed, difference, first_difference
@@ -43,6 +48,7 @@ __all__ = [
     "Draw",
     "Probe",
     "check_alibi_bias",
+    "check_alibi_handler",
     "check_alibi_slopes",
     "check_apply_rope",
     "check_apply_rope_speed",
@@ -58,6 +64,7 @@ __all__ = [
     "check_rope_frequencies_llama3",
     "check_rope_frequencies_ntk",
     "check_rope_frequencies_yarn",
+    "check_rope_handler",
     "check_rope_scores",
     "check_score_by_distance",
     "check_shift_matrix",

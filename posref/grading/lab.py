@@ -1,6 +1,8 @@
 """Checkers for the lab notebooks 06 and 08 (07's frequency rules are checked by ``posref.grading.scaling``).
 
-* 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``;
+* 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``; the
+  student's RoPE and ALiBi handlers, through one attention layer (``posref.lab.handler_attention``), against
+  posref's handlers with the same weights;
 * 08 nope: ``causal_mean(v)``, what a causal head computes when its scores are all equal (the mechanism that
   lets NoPE count positions, arXiv 2305.19466 Theorem 1), against ``posref.scaled_dot_product_attention``.
 
@@ -21,7 +23,9 @@ from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
 from posref.lab.evaluate import per_position_loss
+from posref.lab.positions import ALiBiPositions, PositionHandler, RoPEPositions, handler_attention
 from posref.lab.tasks import IGNORE_INDEX
+from posref.relative import alibi_bias
 
 # ---------------------------------------------------------------------------------------------------------------
 # 06: loss at each position
@@ -108,6 +112,146 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 06: position handlers of the student's own, seen through one attention layer
+
+
+def _draw_attention_cases(draw: Draw, extra: Callable[[int], dict]) -> list[Case]:
+    """Cases ``(x (B, T, C), w_qkv (3C, C), n_heads, start, n_new, **extra(head_dim))``: the visible ones a plain
+    layer and a KV-cache step at an offset; the hidden ones any batch, heads, head dim, length, offset and step."""
+    cases = []
+    for i in range(draw.n(2, 12)):
+        if draw.hidden:
+            b, h, d, t = draw.int(1, 3), draw.choice((1, 2, 3, 4, 8)), draw.even(2, 24), draw.int(1, 40)
+            start, n_new = draw.choice((0, draw.int(1, 200))), draw.int(1, t)
+        else:
+            b, h, d, t, start, n_new = ((2, 2, 8, 6, 0, 6), (1, 4, 4, 9, 5, 3))[i]
+        c = h * d
+        x, w_qkv = draw.randn(b, t, c), draw.randn(3 * c, c, scale=c**-0.5)
+        label = f"{h} heads of dim {d}, positions {start}..{start + t - 1}, the last {n_new} as queries"
+        cases.append(Case((x, w_qkv, h, start, n_new), extra(d), label=label, atol=1e-4, rtol=1e-4))
+    return cases
+
+
+def _through(handler: PositionHandler, x, w_qkv, n_heads, start, n_new) -> torch.Tensor:
+    return handler_attention(handler.to(x.device), x, w_qkv, n_heads, start=start, n_new=n_new)
+
+
+class _RotatedTokens(RoPEPositions):
+    """Mistake: the token vectors rotated (so the values too), queries and keys left alone."""
+
+    def embed(self, x, positions):
+        B, T, C = x.shape
+        D = self.rotary.head_dim
+        heads = x.view(B, T, C // D, D).transpose(1, 2)  # (B, H, T, D)
+        return self.rotary(heads, heads, positions=positions)[0].transpose(1, 2).reshape(B, T, C)
+
+    def rotate(self, q, k, positions):
+        return q, k
+
+
+class _RoPEAt(RoPEPositions):
+    """Mistakes: rotate by ``where(positions)`` instead of ``positions``, the queries only, or backwards."""
+
+    def __init__(self, head_dim, *, base, where=lambda p: p, keys=True, backwards=False):
+        super().__init__(head_dim, base=base)
+        self.where, self.keys, self.backwards = where, keys, backwards
+
+    def _mirror(self, x):
+        """Negate the second half of each pair (half layout): rotating the mirror image turns the other way."""
+        if not self.backwards:
+            return x
+        r = self.rotary.head_dim // 2
+        return torch.cat((x[..., :r], -x[..., r : 2 * r], x[..., 2 * r :]), dim=-1)
+
+    def rotate(self, q, k, positions):
+        q_rot, k_rot = super().rotate(self._mirror(q), self._mirror(k), self.where(positions))
+        return self._mirror(q_rot), (self._mirror(k_rot) if self.keys else k)
+
+
+class _ALiBiWith(ALiBiPositions):
+    """Mistakes: ALiBi with its slopes or its positions changed by ``slopes`` and ``where``."""
+
+    def __init__(self, n_heads, *, slopes=lambda s: s, where=lambda p: p):
+        super().__init__(n_heads)
+        self.change, self.where = slopes, where
+
+    def bias(self, q_positions, k_positions):
+        return alibi_bias(self.change(self.slopes), self.where(q_positions), self.where(k_positions))
+
+
+def _from_zero(positions):
+    return torch.arange(positions.numel(), device=positions.device)
+
+
+def check_rope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(x, w_qkv, n_heads, start, n_new, base=...)`` -> ``(B, H, n_new, D)``: the student's RoPE handler (half
+    layout) in ``posref.lab.handler_attention``, like ``RoPEPositions(D, base=base)`` with the same weights."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = _draw_attention_cases(draw, lambda d: {"base": draw.choice((50.0, 10000.0)) if hidden else 50.0})
+
+    def reference(x, w_qkv, n_heads, start, n_new, base):
+        head_dim = x.shape[-1] // n_heads
+        return _through(RoPEPositions(head_dim, base=base), x, w_qkv, n_heads, start, n_new)
+
+    def variant(make):
+        def run(x, w_qkv, n_heads, start, n_new, base):
+            return _through(make(x.shape[-1] // n_heads, base), x, w_qkv, n_heads, start, n_new)
+
+        return run
+
+    mistakes = {
+        "rotate() must rotate q and k and embed() return x unchanged: rotating the token vectors rotates the "
+        "values as well, and the scores then depend on absolute positions": variant(
+            lambda d, b: _RotatedTokens(d, base=b)
+        ),
+        "rotate by the positions you are given (they start at the offset, and at a KV-cache step the queries sit "
+        "after the cached keys), not by arange(T)": variant(
+            lambda d, b: _RoPEAt(d, base=b, where=_from_zero)
+        ),
+        "rotate the keys too: rotate() returns (rotated q, rotated k)": variant(
+            lambda d, b: _RoPEAt(d, base=b, keys=False)
+        ),
+        "the rotation goes the wrong way (angle -m*theta): the half layout is (a cos - b sin, b cos + a sin)": variant(
+            lambda d, b: _RoPEAt(d, base=b, backwards=True)
+        ),
+        "pairs are (dim i, dim i + D/2) in the half layout, not neighbours (2i, 2i + 1)": variant(
+            lambda d, b: RoPEPositions(d, base=b, layout="interleaved")
+        ),
+    }
+    first_difference("rope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
+
+
+def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(x, w_qkv, n_heads, start, n_new)`` -> ``(B, H, n_new, D)``: the student's ALiBi handler in
+    ``posref.lab.handler_attention``, like ``ALiBiPositions(n_heads)``."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = _draw_attention_cases(draw, lambda d: {})
+
+    def reference(x, w_qkv, n_heads, start, n_new):
+        return _through(ALiBiPositions(n_heads), x, w_qkv, n_heads, start, n_new)
+
+    def variant(**change):
+        def run(x, w_qkv, n_heads, start, n_new):
+            return _through(_ALiBiWith(n_heads, **change), x, w_qkv, n_heads, start, n_new)
+
+        return run
+
+    mistakes = {
+        "the bias is a penalty, -slope * |i - j|: far keys must get lower scores, not higher": variant(
+            slopes=lambda s: -s
+        ),
+        "the bias needs the positions it is given (at a KV-cache step the queries sit after the cached keys), "
+        "not arange(Tq) and arange(Tk)": variant(where=_from_zero),
+        "head h gets slope 2**(-8h/n) for h = 1..n, the steepest first: the slopes are in reverse order": variant(
+            slopes=lambda s: s.flip(0)
+        ),
+    }
+    first_difference(
+        "alibi_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # 08: what a causal head computes when it cannot tell keys apart
 
 
@@ -152,4 +296,4 @@ def check_causal_mean(
     first_difference("causal_mean", fn, _causal_uniform, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
-__all__ = ["check_causal_mean", "check_per_position_loss"]
+__all__ = ["check_alibi_handler", "check_causal_mean", "check_per_position_loss", "check_rope_handler"]

@@ -11,6 +11,19 @@ Each method touches attention in at most one of three places, and ``PositionHand
 mask (Kazemnejad et al. 2023, arXiv 2305.19466). It is a method like the others, not a missing argument.
 
 Shapes: ``x`` is ``(B, T, d_model)``; ``q``, ``k`` are ``(B, H, T, head_dim)``; positions are 1-D ``(T,)``.
+
+A handler of your own (notebooks 06 and 08) subclasses ``PositionHandler`` and overrides the hooks its method
+needs; the contract of each hook:
+
+* ``embed(x, positions)`` -> ``(B, T, d_model)``, called once on the token embeddings before the first block;
+* ``rotate(q, k, positions)`` -> ``(q, k)`` of the same shapes, called in every layer on the queries and keys of
+  the tokens at ``positions`` (the values are never given to it: a position method does not touch them);
+* ``bias(q_positions, k_positions)`` -> an ``(H, Tq, Tk)`` tensor added to the scores of every layer, or None.
+
+Positions are integer tensors and need not start at 0: at a KV-cache step the new queries sit at positions after
+the cached keys. ``TinyDecoder`` calls the handler it holds in ``model.positions``, so ``model.positions =
+handler`` puts a handler of your own in a model, and ``handler_attention`` runs one attention layer through a
+handler (what the checkers of notebooks 06 and 08 compare).
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from torch import nn
 
 from posref._checks import check_choice, check_integer_positions, check_positive_int, check_tensor
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe
+from posref.attention import scaled_dot_product_attention
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 from posref.rope import RotaryEmbedding
 
@@ -170,3 +184,36 @@ def make_position_handler(
     if method == "rope":
         return RoPEPositions(d_model // n_heads, base=rope_base, scaling=rope_scaling, layout=rope_layout)
     return NoPE()
+
+
+def handler_attention(
+    handler: PositionHandler,
+    x: torch.Tensor,
+    w_qkv: torch.Tensor,
+    n_heads: int,
+    *,
+    start: int = 0,
+    n_new: int | None = None,
+) -> torch.Tensor:
+    """One causal attention layer of the ``TinyDecoder`` seen through ``handler`` -> ``(B, H, n_new, D)``.
+
+    ``x`` is ``(B, T, C)``, the tokens at positions ``start .. start + T - 1``; ``w_qkv`` is ``(3C, C)``, the
+    query, key and value projections stacked as in ``CausalSelfAttention``. The last ``n_new`` tokens (all by
+    default) are the queries and every token is a key, as at a KV-cache step: queries and keys go through
+    ``handler.rotate`` separately, each with its own positions, and ``handler.bias`` gets both position lists.
+    Returns the per-head outputs ``softmax(q k^T / sqrt(D) + bias) v`` under the causal mask.
+    """
+    B, T, C = x.shape
+    n_new = T if n_new is None else n_new
+    if not 1 <= n_new <= T:
+        raise ValueError(f"n_new must be in [1, T] = [1, {T}], got {n_new}")
+    positions = torch.arange(start, start + T, device=x.device)
+    q_positions = positions[T - n_new :]
+    h = handler.embed(x, positions)
+    # (B, T, 3C) -> (3, B, H, T, D)
+    q, k, v = (h @ w_qkv.T).view(B, T, 3, n_heads, C // n_heads).permute(2, 0, 3, 1, 4)
+    q = q[:, :, T - n_new :]
+    q = handler.rotate(q, q, q_positions)[0]
+    k = handler.rotate(k, k, positions)[1]
+    bias = handler.bias(q_positions, positions)
+    return scaled_dot_product_attention(q, k, v, causal=True, bias=bias)

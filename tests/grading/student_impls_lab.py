@@ -1,5 +1,5 @@
 """Student-style implementations for the lab checkers (notebooks 06-08): correct ones written differently from
-posref (no posref imports), and classic mistakes, each the way a student might write it."""
+posref (no posref imports but the handler interface and its harness), and classic mistakes, each the way a student might write it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+
+from posref.lab import PositionHandler, handler_attention
 
 # ---------------------------------------------------------------- 06: loss per position
 
@@ -94,3 +96,111 @@ def causal_mean_full(v):
 def causal_mean_off_by_one(v):
     n = torch.arange(v.shape[-2], device=v.device, dtype=v.dtype).clamp(min=1)
     return v.cumsum(-2) / n[:, None]
+
+
+# ---------------------------------------------------------------- 06: position handlers of one's own
+
+
+class RoPEComplex(PositionHandler):
+    """Correct: RoPE in the half layout as a complex product, angles in float64."""
+
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.head_dim, self.base = head_dim, base
+
+    def _turn(self, x, positions):
+        r = self.head_dim // 2
+        theta = self.base ** (-2.0 * torch.arange(r, dtype=torch.float64) / self.head_dim)
+        angle = positions.double()[:, None] * theta.to(positions.device)  # (T, r)
+        z = torch.complex(x[..., :r].double(), x[..., r:].double()) * torch.polar(
+            torch.ones_like(angle), angle
+        )
+        return torch.cat((z.real, z.imag), dim=-1).to(x.dtype)
+
+    def rotate(self, q, k, positions):
+        return self._turn(q, positions), self._turn(k, positions)
+
+
+class RoPERotatesTheTokens(RoPEComplex):
+    """Mistake: the token embeddings are rotated (head by head), so the values are rotated too."""
+
+    def embed(self, x, positions):
+        B, T, C = x.shape
+        heads = x.view(B, T, C // self.head_dim, self.head_dim).transpose(1, 2)
+        return self._turn(heads, positions).transpose(1, 2).reshape(B, T, C)
+
+    def rotate(self, q, k, positions):
+        return q, k
+
+
+class RoPECountsFromOne(RoPEComplex):
+    """Mistake: positions 1..T whatever the positions given (off by one, and blind to the offset)."""
+
+    def rotate(self, q, k, positions):
+        own = torch.arange(1, q.shape[-2] + 1, device=q.device)
+        return self._turn(q, own), self._turn(k, own)
+
+
+class RoPEBackwards(RoPEComplex):
+    """Mistake: the angles negated (the sine's sign flipped)."""
+
+    def rotate(self, q, k, positions):
+        return self._turn(q, -positions), self._turn(k, -positions)
+
+
+def _alibi_slopes_loop(n):
+    c = 1
+    while 2 * c <= n:
+        c *= 2
+    slopes = [2.0 ** (-8.0 * h / c) for h in range(1, c + 1)]
+    slopes += [2.0 ** (-8.0 * h / (2 * c)) for h in range(1, 2 * c + 1, 2)][: n - c]
+    return slopes
+
+
+class ALiBiLoop(PositionHandler):
+    """Correct: ALiBi's bias built head by head."""
+
+    def __init__(self, n_heads, sign=-1.0):
+        super().__init__()
+        self.slopes, self.sign = _alibi_slopes_loop(n_heads), sign
+
+    def bias(self, q_positions, k_positions):
+        distance = (q_positions[:, None] - k_positions[None, :]).abs().float()
+        return torch.stack([self.sign * m * distance for m in self.slopes])
+
+
+class ALiBiSignFlipped(ALiBiLoop):
+    """Mistake: +slope * |i - j|, a bonus for far keys."""
+
+    def __init__(self, n_heads):
+        super().__init__(n_heads, sign=1.0)
+
+
+class ALiBiCountsFromOne(ALiBiLoop):
+    """Mistake: positions 1..Tq and 1..Tk whatever the positions given."""
+
+    def bias(self, q_positions, k_positions):
+        own = [torch.arange(1, p.numel() + 1, device=p.device) for p in (q_positions, k_positions)]
+        return super().bias(*own)
+
+
+def rope_attention(make):
+    """The notebook's ``rope_handler_attention`` for a handler class ``make(head_dim, base)``."""
+
+    def fn(x, w_qkv, n_heads, start, n_new, base):
+        handler = make(x.shape[-1] // n_heads, base).to(x.device)
+        return handler_attention(handler, x, w_qkv, n_heads, start=start, n_new=n_new)
+
+    fn.__name__ = f"rope_attention_{make.__name__}"
+    return fn
+
+
+def alibi_attention(make):
+    """The notebook's ``alibi_handler_attention`` for a handler class ``make(n_heads)``."""
+
+    def fn(x, w_qkv, n_heads, start, n_new):
+        handler = make(n_heads).to(x.device)
+        return handler_attention(handler, x, w_qkv, n_heads, start=start, n_new=n_new)
+
+    fn.__name__ = f"alibi_attention_{make.__name__}"
+    return fn

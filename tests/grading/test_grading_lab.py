@@ -33,6 +33,8 @@ CORRECT = [
     (lab.check_per_position_loss, _reference_loss),
     (lab.check_per_position_loss, s.per_position_loss_logsumexp),
     (lab.check_causal_mean, s.causal_mean_tril),
+    (lab.check_rope_handler, s.rope_attention(s.RoPEComplex)),
+    (lab.check_alibi_handler, s.alibi_attention(s.ALiBiLoop)),
 ]
 
 
@@ -47,6 +49,11 @@ MISTAKES = [
     (lab.check_per_position_loss, s.per_position_loss_bits, "nats"),
     (lab.check_causal_mean, s.causal_mean_full, "mask is missing"),
     (lab.check_causal_mean, s.causal_mean_off_by_one, "not t"),
+    (lab.check_rope_handler, s.rope_attention(s.RoPERotatesTheTokens), "rotating the token vectors"),
+    (lab.check_rope_handler, s.rope_attention(s.RoPECountsFromOne), "positions you are given"),
+    (lab.check_rope_handler, s.rope_attention(s.RoPEBackwards), "wrong way"),
+    (lab.check_alibi_handler, s.alibi_attention(s.ALiBiSignFlipped), "a penalty"),
+    (lab.check_alibi_handler, s.alibi_attention(s.ALiBiCountsFromOne), "positions it is given"),
 ]
 
 

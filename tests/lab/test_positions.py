@@ -2,7 +2,15 @@ import pytest
 import torch
 from conftest import assert_close
 
-from posref import POSITION_METHODS, NoPE, alibi_bias, alibi_slopes, make_position_handler, sinusoidal_pe
+from posref import (
+    POSITION_METHODS,
+    NoPE,
+    alibi_bias,
+    alibi_slopes,
+    handler_attention,
+    make_position_handler,
+    sinusoidal_pe,
+)
 
 
 def handler(method, **kw):
@@ -90,3 +98,41 @@ def test_handler_options_reach_the_handler():
     assert rope.rotary.layout == "interleaved" and rope.rotary.base == 50.0
     t5 = handler("t5", t5_num_buckets=8, t5_max_distance=20)
     assert t5.relative.num_buckets == 8 and t5.relative.max_distance == 20
+
+
+@pytest.mark.parametrize("method", POSITION_METHODS)
+def test_handler_attention_is_the_models_attention_layer(method):
+    """With every token a query, ``handler_attention`` gives the TinyDecoder's attention layer (its fused kernel,
+    output projection set to the identity) on the handler's embedded tokens."""
+    from posref.lab.model import CausalSelfAttention
+
+    torch.manual_seed(0)
+    h, x, start = handler(method, t5_num_buckets=8, t5_max_distance=16), torch.randn(2, 6, 16), 2
+    layer = CausalSelfAttention(16, 4)
+    with torch.no_grad():
+        layer.out.weight.copy_(torch.eye(16))
+        pos = torch.arange(start, start + 6)
+        expected = layer(h.embed(x, pos), pos, h, h.bias(pos, pos))
+        got = handler_attention(h, x, layer.qkv.weight, 4, start=start)
+    assert_close(got.transpose(1, 2).reshape(2, 6, 16), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", POSITION_METHODS)
+def test_a_kv_cache_step_gives_the_last_rows_of_the_whole_layer(method):
+    """Queries for the last ``n_new`` tokens only, every token a key: the same rows as the whole layer gives."""
+    torch.manual_seed(1)
+    h, x, w = (
+        handler(method, t5_num_buckets=8, t5_max_distance=16),
+        torch.randn(1, 7, 16),
+        torch.randn(48, 16) / 4,
+    )
+    whole = handler_attention(h, x, w, 4, start=1)
+    for n_new in (1, 3):
+        assert_close(
+            handler_attention(h, x, w, 4, start=1, n_new=n_new), whole[:, :, -n_new:], atol=1e-5, rtol=1e-5
+        )
+
+
+def test_handler_attention_rejects_a_step_longer_than_the_input():
+    with pytest.raises(ValueError, match="n_new"):
+        handler_attention(NoPE(), torch.randn(1, 3, 16), torch.randn(48, 16), 4, n_new=4)
