@@ -6,7 +6,7 @@ bubblewrap sandboxes (``record.grade_notebook``) and returns the records as plai
 course folder (no gradebook, no other student, no records) and writes nothing but its own temporary folder,
 removed after each student; the instructor's process writes the gradebook, the records and the notebooks.
 
-A worker process keeps one ``Sandbox`` with its own unprivileged uid (when root: 61001, 61002, … taken with a
+A worker process keeps one ``Sandbox`` with its own unprivileged uid (when root: 62001, 62002, … taken with a
 lock file in the temporary folder, so that every worker process on a machine has its own, however they were
 started) and one scratch folder for its whole life (the sandbox's per-worker state, reference children
 included, lives as long as the process).
@@ -24,7 +24,10 @@ from autograder.record import Record, grade_notebook
 from autograder.sandbox import Sandbox
 from posref.grading.remote import student_text
 
-UID_BASE = 61000
+# apart from 61000 (a Sandbox made without a uid: tests, the notebooks' checks) and from 61001, 61002, … (the
+# uids of earlier versions, one per worker number: a fork bomb graded by one of them filled that uid's process
+# limit, and a child of ours with the same uid could not start, "exited with code 126 while starting")
+UID_BASE = 62000
 MAX_UIDS = 1000
 
 _SANDBOX: tuple[Sandbox, Path] | None = None
