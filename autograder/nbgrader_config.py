@@ -83,7 +83,8 @@ c.CourseDirectory.feedback_directory = str(COURSE / "feedback")
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}?timeout=30"
 c.CourseDirectory.course_id = "posref"
 # Stubs raise until the student fills them in; released notebooks never carry outputs.
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+STUB_MESSAGE = "not done yet: replace this line with your code and run its cell again"
+c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE}")'}
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
 

@@ -13,15 +13,50 @@ helpers a notebook could replace.
 from __future__ import annotations
 
 import math
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
+# frames in these folders are not the student's code: posref's own, the standard library's and installed packages'
+# (IPython's, torch's)
+_NOT_THEIRS = tuple(
+    Path(p).resolve()
+    for p in {
+        str(Path(__file__).resolve().parents[1]),
+        *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")),
+    }
+)
+
+
+def _students(filename: str) -> bool:
+    """Whether a frame's file is the student's code (a notebook cell, their own module)."""
+    path = Path(filename).resolve()
+    return not any(path.is_relative_to(folder) for folder in _NOT_THEIRS)
+
 
 class CheckFailed(AssertionError):
-    """A student's function differs from the reference; the message says how, on which case, and why if known."""
+    """A student's function differs from the reference; the message says how, on which case, and why if known.
+
+    In a notebook, IPython shows it through ``_render_traceback_``: the message first, then only the student's
+    own frames (the test cell's call, and where the student's function raised), none of posref's.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        frames = []
+        for err in (self.__cause__, self):  # where the student's function raised, then the check's call
+            if err is not None:
+                tb = traceback.extract_tb(err.__traceback__)
+                frames += [f for f in tb if _students(f.filename)]
+        lines = [f"{type(self).__name__}: {self}"]
+        if frames:
+            lines += ["", "Your code, where it was called (posref's own frames left out):"]
+            lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
+        return lines
 
 
 @dataclass
@@ -317,8 +352,10 @@ def first_difference(
         # the student's code raised: that is a failed case, reported with its arguments
         except Exception as err:
             did = getattr(err, "reported_as", None) or f"raised {error_text(err)}"
-            if did.startswith("raised NotImplementedError"):
-                did += "\n  (the answer cell still holds the stub: replace `raise NotImplementedError()` with your code)"
+            if (
+                did == "raised NotImplementedError"
+            ):  # a bare stub (the course's stubs say what to do themselves)
+                did += "\n  (the answer cell still holds the stub: replace its `raise NotImplementedError(...)` line with your code)"
             raise CheckFailed(
                 _header(name, case, i, len(cases), seed, what="fails") + f"\n  your function {did}"
             ) from err

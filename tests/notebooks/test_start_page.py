@@ -72,7 +72,7 @@ def test_start_page_lists_the_course_in_order():
 def test_start_page_says_how_to_work_and_hand_in():
     text = "\n".join(c.source for c in nbformat.read(START, as_version=4).cells)
     for needed in (
-        "raise NotImplementedError()",  # what an unfinished exercise looks like
+        'raise NotImplementedError("not done yet',  # what an unfinished exercise looks like
         "Run → Run All Cells",  # and where Run All stops
         "Run Selected Cell and All Below",
         "Validate",
