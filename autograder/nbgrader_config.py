@@ -79,6 +79,10 @@ c.CourseDirectory.release_directory = os.environ.get("POSREF_RELEASE_DIR", "note
 c.CourseDirectory.submitted_directory = str(COURSE / "submitted")
 c.CourseDirectory.autograded_directory = str(COURSE / "autograded")
 c.CourseDirectory.feedback_directory = str(COURSE / "feedback")
+# A JupyterHub course hands out and collects through nbgrader's exchange, a folder the instructor and students
+# share (POSREF_EXCHANGE_DIR, e.g. /srv/nbgrader/exchange); without a hub it is unused, so it defaults to the
+# course folder instead of nbgrader's /usr/local/share/nbgrader/exchange (the formgrader warned it was missing).
+c.Exchange.root = os.environ.get("POSREF_EXCHANGE_DIR", str(COURSE / "exchange"))
 # several grading workers share one SQLite gradebook: wait for its lock instead of failing
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}?timeout=30"
 c.CourseDirectory.course_id = "posref"
