@@ -58,10 +58,11 @@ def bomb():
             z.writestr(info.filename, entries.read(info.filename), compress_type=zipfile.ZIP_DEFLATED)
     data = out.getvalue()
     os.write(pipe_to_grader(), remote._HEADER.pack(len(data)) + data)
-    import time; time.sleep(60)
+    import time; time.sleep(600)
 """
     )
-    with plain_child(code, call_timeout=30) as child:
+    # each reply below is refused as soon as it is read; waiting for the child instead would take 120 s a call
+    with plain_child(code, call_timeout=120) as child:
         started = time.monotonic()
         for name, expected in [
             ("shared", "more than 10000 items"),
@@ -73,7 +74,7 @@ def bomb():
         ]:
             with pytest.raises(StudentError, match=expected):
                 child.call(name, (), {})
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 100
         assert child.call("fine", (), {})[1:] == (3, 0.5, "text", None, [True])
         with pytest.raises(StudentError) as raised:
             child.call("shout", (), {})
@@ -90,13 +91,15 @@ def test_a_frame_announced_larger_than_max_frame_is_refused_before_it_is_read():
         "import time\n"
         "def giant():\n"
         "    os.write(pipe_to_grader(), remote._HEADER.pack(remote.MAX_FRAME + 1))\n"
-        "    time.sleep(60)\n"
+        "    time.sleep(600)\n"
     )
-    with plain_child(code, call_timeout=30) as child:
+    # refused at the header: reading the announced bytes would wait for the call's timeout (120 s)
+    with plain_child(code, call_timeout=120) as child:
         started = time.monotonic()
         with pytest.raises(ChildFailed, match=r"sent \d+ bytes \(more than"):
             child.call("giant", (), {})
-        assert time.monotonic() - started < 10 and not child.alive
+        assert time.monotonic() - started < 100
+        assert not child.alive
 
 
 def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the_child():
@@ -166,13 +169,13 @@ def test_announcements_faked_by_a_cell_neither_restart_its_clock_nor_blame_anoth
         FIND_PIPE
         + """
 import time
-for _ in range(40):
+for _ in range(1200):
     os.write(pipe_to_grader(), remote._encode({"event": "cell", "index": 0}))
     time.sleep(0.2)
 """
     )
     started = time.monotonic()
     with pytest.raises(ChildFailed, match="out of order while running cell 0") as failure:
-        Child(PLAIN_PYTHON, [(0, code), (1, "x = 1")], python_path=[str(REPO)], cell_timeout=6)
+        Child(PLAIN_PYTHON, [(0, code), (1, "x = 1")], python_path=[str(REPO)], cell_timeout=120)
     assert failure.value.cell == 0
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 100
