@@ -1,0 +1,114 @@
+"""Score of record of notebook 06 with a wrong position handler: it loses exactly its own test cell (and its hint
+names the mistake), every other autograded cell keeps its points.
+
+Each submission is the solution with one handler's answer cell rewritten the way a student might get it wrong:
+RoPE applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is
+given (off by one, and blind to a KV-cache offset), ALiBi with its sign flipped.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import nbformat
+import notebook_helpers as nh
+import pytest
+
+from autograder.record import grade_notebook
+from autograder.sandbox import Sandbox
+
+ROPE_FUNCTIONS = """
+def rope_cos_sin(positions, inv_freq):
+    angles = positions.float()[..., None] * inv_freq.float()
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin, layout="half"):
+    r = cos.shape[-1]
+    a, b, rest = x[..., :r], x[..., r : 2 * r], x[..., 2 * r :]
+    return torch.cat((a * cos - b * sin, b * cos + a * sin, rest), dim=-1)
+
+
+def angles(head_dim, base, positions):
+    inv_freq = base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float32) / head_dim)
+    return rope_cos_sin(positions, inv_freq.to(positions.device))
+"""
+
+ROTATES_THE_TOKENS = (
+    ROPE_FUNCTIONS
+    + """
+class RoPEHandler(PositionHandler):
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.head_dim, self.base = head_dim, base
+
+    def embed(self, x, positions):
+        B, T, C = x.shape
+        heads = x.view(B, T, C // self.head_dim, self.head_dim).transpose(1, 2)
+        rotated = apply_rope(heads, *angles(self.head_dim, self.base, positions))
+        return rotated.transpose(1, 2).reshape(B, T, C)
+"""
+)
+
+COUNTS_FROM_ONE = (
+    ROPE_FUNCTIONS
+    + """
+class RoPEHandler(PositionHandler):
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.head_dim, self.base = head_dim, base
+
+    def rotate(self, q, k, positions):
+        def turn(x):
+            own = torch.arange(1, x.shape[-2] + 1, device=x.device)
+            return apply_rope(x, *angles(self.head_dim, self.base, own))
+
+        return turn(q), turn(k)
+"""
+)
+
+ALIBI_SIGN_FLIPPED = """
+class ALiBiHandler(PositionHandler):
+    def __init__(self, n_heads):
+        super().__init__()
+        c = 2 ** int(math.log2(n_heads))  # the paper's rule for any number of heads, as in notebook 03
+        slopes = [2.0 ** (-8.0 * h / c) for h in range(1, c + 1)]
+        self.slopes = torch.tensor(slopes + [2.0 ** (-4.0 * h / c) for h in range(1, 2 * c, 2)][: n_heads - c])
+
+    def bias(self, q_positions, k_positions):
+        distance = (q_positions[:, None] - k_positions[None, :]).abs().float()
+        return self.slopes.to(distance.device)[:, None, None] * distance
+"""
+
+WRONG = {
+    "values rotated": ("rope_handler", ROTATES_THE_TOKENS, "test_rope_handler", "rotating the token vectors"),
+    "positions off by one": ("rope_handler", COUNTS_FROM_ONE, "test_rope_handler", "positions you are given"),
+    "alibi sign flipped": ("alibi_handler", ALIBI_SIGN_FLIPPED, "test_alibi_handler", "a penalty"),
+}
+
+
+@pytest.mark.skipif(nh.sandbox_problem() is not None, reason=f"sandbox unavailable: {nh.sandbox_problem()}")
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", WRONG, ids=str)
+def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch):
+    answer_id, answer, test_id, hint = WRONG[wrong]
+    for key, value in nh.notebook_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    source = nh.source("06_length")
+    nb = nbformat.read(source, as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == answer_id]
+    cell.source = answer.strip()
+    submitted = tmp_path / "student" / source.name
+    submitted.parent.mkdir()
+    nbformat.write(nb, submitted)
+    record = grade_notebook(source, submitted, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
+    shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+    assert record.status == "graded", record
+    cells = {c.grade_id: c for c in record.cells}
+    assert cells[test_id].score == 0 and re.search("hint:.*" + re.escape(hint), cells[test_id].message), (
+        cells[test_id].message
+    )
+    kept = {grade_id: c.score for grade_id, c in cells.items() if grade_id != test_id}
+    assert kept == {grade_id: c.points for grade_id, c in cells.items() if grade_id != test_id}
+    assert set(cells) == {"test_per_position_loss", "test_rope_handler", "test_alibi_handler"}
