@@ -84,6 +84,11 @@ class ScalingMethod:
     # read-only; not part of equality or the hash (it holds lists)
     example: Mapping[str, Any] = field(compare=False)
 
+    def __deepcopy__(self, memo: dict) -> ScalingMethod:
+        """The entry itself: registry entries are frozen and shared, and a deep copy of a model that holds one
+        (``copy.deepcopy(model)``, as DroPE's drop in notebook 08 does) failed on its read-only example."""
+        return self
+
     @property
     def accepted(self) -> frozenset[str]:
         return self.required | self.optional

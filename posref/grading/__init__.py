@@ -20,6 +20,8 @@ from posref.grading.cases import Draw, resolve_device
 from posref.grading.lab import (
     check_alibi_handler,
     check_causal_mean,
+    check_drop,
+    check_nope_handler,
     check_per_position_loss,
     check_rope_handler,
 )
@@ -54,8 +56,10 @@ __all__ = [
     "check_apply_rope_speed",
     "check_attention",
     "check_causal_mean",
+    "check_drop",
     "check_equivariance_error",
     "check_frequencies",
+    "check_nope_handler",
     "check_p_rope",
     "check_pair_norms",
     "check_per_position_loss",

@@ -3,7 +3,8 @@
 * 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``; the
   student's RoPE and ALiBi handlers, through one attention layer (``posref.lab.handler_attention``), against
   posref's handlers with the same weights;
-* 08 nope: ``causal_mean(v)``, what a causal head computes when its scores are all equal (the mechanism that
+* 08 nope: the student's NoPE handler, as the 06 handlers are; DroPE's ``drop(model)`` through ``run_drop``
+  against ``TinyDecoder.with_positions("nope")``; ``causal_mean(v)``, what a causal head computes when its scores are all equal (the mechanism that
   lets NoPE count positions, arXiv 2305.19466 Theorem 1), against ``posref.scaled_dot_product_attention``.
 
 The references are posref's; each recognised mistake is a computed variant.
@@ -11,6 +12,7 @@ The references are posref's; each recognised mistake is a computed variant.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -23,7 +25,8 @@ from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
 from posref.lab.evaluate import per_position_loss
-from posref.lab.positions import ALiBiPositions, PositionHandler, RoPEPositions, handler_attention
+from posref.lab.model import TinyDecoder, build_model
+from posref.lab.positions import ALiBiPositions, NoPE, PositionHandler, RoPEPositions, handler_attention
 from posref.lab.tasks import IGNORE_INDEX
 from posref.relative import alibi_bias
 
@@ -252,6 +255,103 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 08: NoPE as a handler of the student's own, and DroPE's drop
+
+
+def check_nope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(x, w_qkv, n_heads, start, n_new)`` -> ``(B, H, n_new, D)``: the student's NoPE handler in
+    ``posref.lab.handler_attention``, like ``posref.NoPE()``: no position signal at any of the three hooks."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = _draw_attention_cases(draw, lambda d: {})
+
+    def reference(x, w_qkv, n_heads, start, n_new):
+        return _through(NoPE(), x, w_qkv, n_heads, start, n_new)
+
+    def rope_left_in(x, w_qkv, n_heads, start, n_new):
+        return _through(RoPEPositions(x.shape[-1] // n_heads, base=50.0), x, w_qkv, n_heads, start, n_new)
+
+    mistakes = {
+        "NoPE rotates nothing: rotate() returns q and k as they are": rope_left_in,
+    }
+    first_difference("nope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
+
+
+def _weights(model: TinyDecoder) -> torch.Tensor:
+    """Every weight of ``model`` but its handler's, as one flat vector."""
+    return torch.cat(
+        [p.detach().flatten() for n, p in model.named_parameters() if not n.startswith("positions.")]
+    )
+
+
+@torch.no_grad()
+def run_drop(
+    drop: Callable[[TinyDecoder], TinyDecoder],
+    weights: torch.Tensor,
+    idx: torch.Tensor,
+    vocab_size: int,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A RoPE ``TinyDecoder`` (base 50) holding ``weights`` (flat, in ``parameters()`` order), dropped by
+    ``drop`` -> (the dropped model's logits on ``idx``, the original's logits after the drop, the dropped model's
+    weights but its handler's, flat): what ``check_drop`` compares."""
+    model = build_model(
+        vocab_size, {"method": "rope", "rope_base": 50.0}, d_model=d_model, n_layers=n_layers, n_heads=n_heads
+    ).to(idx.device)
+    torch.nn.utils.vector_to_parameters(weights, model.parameters())
+    dropped = drop(model)
+    return dropped(idx), model(idx), _weights(dropped)
+
+
+def check_drop(fn: Callable[..., tuple], *, hidden: bool = False, device=None) -> None:
+    """``fn(weights, idx, vocab_size, d_model, n_layers, n_heads)`` -> ``run_drop(drop, ...)`` with the student's
+    ``drop``: DroPE's first step (arXiv 2512.12167), a new model with every weight kept and no position signal,
+    the trained model left as it was; like ``TinyDecoder.with_positions("nope")``."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for _ in range(draw.n(1, 4)):
+        v, h = (draw.int(5, 40), draw.choice((1, 2, 4))) if hidden else (11, 2)
+        c, layers, t = (h * draw.even(2, 8), draw.int(1, 3), draw.int(2, 30)) if hidden else (8, 2, 7)
+        size = _weights(build_model(v, {"method": "rope"}, d_model=c, n_layers=layers, n_heads=h)).numel()
+        idx = torch.randint(0, v, (draw.int(1, 3), t), generator=draw.tensor_generator).to(draw.device)
+        label = f"vocabulary {v}, d_model {c}, {layers} layers, {h} heads"
+        cases.append(
+            Case((draw.randn(size, scale=0.3), idx, v, c, layers, h), label=label, atol=1e-4, rtol=1e-4)
+        )
+
+    def reference(*args):
+        return run_drop(lambda m: m.with_positions("nope"), *args)
+
+    def in_place(model):
+        model.positions = NoPE()
+        return model
+
+    def fresh(model):
+        return build_model(
+            model.vocab_size,
+            "nope",
+            seed=1,
+            d_model=model.d_model,
+            n_layers=model.n_layers,
+            n_heads=model.n_heads,
+        ).to(next(model.parameters()).device)
+
+    mistakes = {
+        "drop() changed the model it was given: copy it first (copy.deepcopy), then swap the copy's handler": (
+            lambda *args: run_drop(in_place, *args)
+        ),
+        "the copy still rotates its queries and keys: give it your NoPE handler (model.positions = ...)": (
+            lambda *args: run_drop(copy.deepcopy, *args)
+        ),
+        "DroPE keeps every trained weight: only the position handler changes, nothing is re-initialised": (
+            lambda *args: run_drop(fresh, *args)
+        ),
+    }
+    first_difference("drop_and_run", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # 08: what a causal head computes when it cannot tell keys apart
 
 
@@ -296,4 +396,12 @@ def check_causal_mean(
     first_difference("causal_mean", fn, _causal_uniform, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
-__all__ = ["check_alibi_handler", "check_causal_mean", "check_per_position_loss", "check_rope_handler"]
+__all__ = [
+    "check_alibi_handler",
+    "check_causal_mean",
+    "check_drop",
+    "check_nope_handler",
+    "check_per_position_loss",
+    "check_rope_handler",
+    "run_drop",
+]

@@ -3,11 +3,13 @@ posref (no posref imports but the handler interface and its harness), and classi
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
 import torch.nn.functional as F
 
+from posref.grading.lab import run_drop
 from posref.lab import PositionHandler, handler_attention
 
 # ---------------------------------------------------------------- 06: loss per position
@@ -203,4 +205,56 @@ def alibi_attention(make):
         return handler_attention(handler, x, w_qkv, n_heads, start=start, n_new=n_new)
 
     fn.__name__ = f"alibi_attention_{make.__name__}"
+    return fn
+
+
+# ---------------------------------------------------------------- 08: NoPE as a handler, DroPE's drop
+
+
+class NoPEExplicit(PositionHandler):
+    """Correct: every hook written out, a zero bias instead of None."""
+
+    def embed(self, x, positions):
+        return x
+
+    def rotate(self, q, k, positions):
+        return q, k
+
+    def bias(self, q_positions, k_positions):
+        return torch.zeros(1, q_positions.numel(), k_positions.numel(), device=q_positions.device)
+
+
+def nope_attention(make):
+    """The notebook's ``nope_handler_attention`` for a handler class ``make()``."""
+
+    def fn(x, w_qkv, n_heads, start, n_new):
+        return handler_attention(make().to(x.device), x, w_qkv, n_heads, start=start, n_new=n_new)
+
+    fn.__name__ = f"nope_attention_{make.__name__}"
+    return fn
+
+
+def drop_copy(model):
+    """Correct: a deep copy whose handler is replaced."""
+    new = copy.deepcopy(model)
+    new.positions = NoPEExplicit()
+    return new
+
+
+def drop_in_place(model):
+    model.positions = NoPEExplicit()
+    return model
+
+
+def drop_keeps_rope(model):
+    return copy.deepcopy(model)
+
+
+def drop_and_run(drop):
+    """The notebook's ``drop_and_run`` for a student's ``drop``."""
+
+    def fn(*args):
+        return run_drop(drop, *args)
+
+    fn.__name__ = f"drop_and_run_{drop.__name__}"
     return fn

@@ -35,6 +35,8 @@ CORRECT = [
     (lab.check_causal_mean, s.causal_mean_tril),
     (lab.check_rope_handler, s.rope_attention(s.RoPEComplex)),
     (lab.check_alibi_handler, s.alibi_attention(s.ALiBiLoop)),
+    (lab.check_nope_handler, s.nope_attention(s.NoPEExplicit)),
+    (lab.check_drop, s.drop_and_run(s.drop_copy)),
 ]
 
 
@@ -54,6 +56,8 @@ MISTAKES = [
     (lab.check_rope_handler, s.rope_attention(s.RoPEBackwards), "wrong way"),
     (lab.check_alibi_handler, s.alibi_attention(s.ALiBiSignFlipped), "a penalty"),
     (lab.check_alibi_handler, s.alibi_attention(s.ALiBiCountsFromOne), "positions it is given"),
+    (lab.check_drop, s.drop_and_run(s.drop_in_place), "changed the model it was given"),
+    (lab.check_drop, s.drop_and_run(s.drop_keeps_rope), "still rotates"),
 ]
 
 

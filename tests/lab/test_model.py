@@ -171,3 +171,17 @@ def test_bad_arguments_are_clear_errors():
         model(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"positions must be \(T,\)"):
         model(tokens(1, 5), positions=torch.arange(4))
+
+
+def test_a_rope_model_deep_copies_and_the_copy_shares_nothing_but_the_scaling_entry():
+    """copy.deepcopy of a RoPE model (what a student's DroPE drop does) raised 'cannot pickle mappingproxy'."""
+    import copy
+
+    model = build_model(
+        11, {"method": "rope", "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, d_model=8
+    )
+    twin = copy.deepcopy(model)
+    idx = torch.randint(0, 11, (1, 5))
+    assert torch.equal(twin(idx), model(idx))
+    assert twin.positions.rotary.method is model.positions.rotary.method
+    assert twin.tok_emb.weight.data_ptr() != model.tok_emb.weight.data_ptr()
