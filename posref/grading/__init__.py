@@ -15,7 +15,7 @@ Writing a checker for a new function takes a case list and one call::
 This package imports the posref core only (never explorers, notebooks or training).
 """
 
-from posref.grading.absolute import check_shift_matrix, check_sinusoidal_pe
+from posref.grading.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.lab import (
     check_alibi_handler,
@@ -26,7 +26,12 @@ from posref.grading.lab import (
     check_rope_handler,
 )
 from posref.grading.order import Probe, check_attention, check_equivariance_error
-from posref.grading.relative import check_alibi_bias, check_alibi_slopes, check_t5_bucket
+from posref.grading.relative import (
+    check_alibi_bias,
+    check_alibi_slopes,
+    check_t5_bucket,
+    check_t5_learned_bias,
+)
 from posref.grading.report import Case, CheckFailed, difference, first_difference
 from posref.grading.rope import (
     check_apply_rope,
@@ -59,6 +64,7 @@ __all__ = [
     "check_drop",
     "check_equivariance_error",
     "check_frequencies",
+    "check_learned_positions",
     "check_nope_handler",
     "check_p_rope",
     "check_pair_norms",
@@ -73,6 +79,7 @@ __all__ = [
     "check_score_by_distance",
     "check_shift_matrix",
     "check_sinusoidal_pe",
+    "check_t5_learned_bias",
     "check_t5_bucket",
     "difference",
     "first_difference",

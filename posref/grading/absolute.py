@@ -1,14 +1,15 @@
-"""Checkers for notebook 02 (absolute): the sinusoidal table and its shift matrix ``M_k``."""
+"""Checkers for notebook 02 (absolute): the learned table, the sinusoidal table and its shift matrix ``M_k``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import torch
 
-from posref.absolute import sinusoidal_pe, sinusoidal_shift_matrix
+from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe, sinusoidal_shift_matrix
 from posref.grading.cases import Draw
-from posref.grading.report import Case, first_difference
+from posref.grading.report import Case, CheckFailed, error_text, first_difference
 from posref.grading.rules import enforce_rules
 
 
@@ -150,3 +151,109 @@ def _halves_shift(k, dim, base):
     perm = torch.cat((torch.arange(0, dim, 2), torch.arange(1, dim, 2)))
     m = _reference_shift(k, dim, base)
     return m[perm][:, perm]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the learned table, added to token embeddings
+
+
+def _learned_reference(weight, x, positions):
+    table = LearnedPositionalEmbedding(
+        weight.shape[0], weight.shape[1], device=weight.device, dtype=weight.dtype
+    )
+    with torch.no_grad():
+        table.weight.copy_(weight)
+        return x + table(positions).to(x.dtype)
+
+
+def _learned_case(
+    draw: Draw, rows: int, dim: int, b: int, t: int, start: int, *, batched: bool, dtype
+) -> Case:
+    weight, x = draw.randn(rows, dim, dtype=dtype), draw.randn(b, t, dim, dtype=dtype)
+    positions = draw.positions(t, max_start=0) + start
+    if batched:  # each sequence of the batch at its own offset (packed or left-padded batches)
+        positions = torch.stack([positions + (i % 2) * min(1, rows - start - t) for i in range(b)])
+    label = f"a table of {rows} rows, positions {start}..{int(positions.max())}"
+    return Case((weight, x, positions), label=label)
+
+
+def _names(text: str, number: int) -> bool:
+    return re.search(rf"(?<![\d.]){number}(?!\d)", text) is not None
+
+
+@enforce_rules
+def check_learned_positions(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(weight (P, C), x (B, T, C), positions (T,) or (B, T) int64)`` -> ``(B, T, C)``: the student's learned
+    table holding ``weight`` added to the token embeddings ``x``, ``x + weight[positions]`` in ``x``'s dtype, like
+    ``posref.LearnedPositionalEmbedding`` with the same weights.
+
+    A position outside ``[0, P)`` (one past the last row, or negative, which Python indexing would silently read
+    from the end) must raise an error whose message names that position and the table's size.
+    """
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 16)):
+        if hidden:
+            rows, dim = draw.int(2, 300), draw.int(1, 64)
+            t = draw.int(1, rows)
+            start = draw.choice((0, draw.int(0, rows - t)))
+            b, batched = draw.int(1, 4), bool(draw.int(0, 1))
+            dtype = draw.choice((torch.float32, torch.float64))
+        else:
+            rows, dim, b, t, start, batched = (
+                (8, 4, 2, 8, 0, False),
+                (10, 6, 1, 4, 5, False),
+                (12, 3, 2, 5, 2, True),
+            )[i]
+            dtype = torch.float32
+        cases.append(_learned_case(draw, rows, dim, b, t, start, batched=batched, dtype=dtype))
+
+    def from_zero(weight, x, positions):
+        return _learned_reference(weight, x, torch.arange(x.shape[1], device=x.device).expand_as(positions))
+
+    def one_based(weight, x, positions):
+        return _learned_reference(torch.cat((weight[1:], weight[:1])), x, positions)
+
+    mistakes = {
+        "look the rows up at the positions you are given (they need not start at 0), not at arange(T)": from_zero,
+        "add the position vectors to the token embeddings: the output is x + weight[positions]": lambda w, x, p: (
+            w[p].expand_as(x).clone()
+        ),
+        "row p holds position p: position 0 reads row 0, not row 1": one_based,
+    }
+    first_difference(
+        "learned_positions", fn, _learned_reference, cases, mistakes=mistakes, seed=draw.quoted_seed
+    )
+    _check_refuses_missing_rows(fn, draw)
+
+
+def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> None:
+    """Each call asks for one position the table has no row for; the call must raise and say which."""
+    for i in range(draw.n(2, 6)):
+        p = draw.int(10, 90)
+        bad = (p, -draw.int(2, p - 1))[i % 2]  # -k in -(P - 1)..-2: plain indexing reads row P - k
+        positions = torch.arange(p - 3, p, device=draw.device)
+        positions[1] = bad
+        weight, x = draw.randn(p, 4), draw.randn(1, 3, 4)
+        where = "one past the last row" if bad == p else "negative: weight[-k] would silently read row P - k"
+        head = (
+            f"learned_positions must refuse a position it has no row for: a table of {p} rows (positions "
+            f"0..{p - 1}) was asked for position {bad} ({where}), with positions {positions.tolist()}"
+        )
+        try:
+            fn(weight, x, positions.clone())
+        except CheckFailed:
+            raise
+        except Exception as err:  # the expected outcome: now the message must be one a student can act on
+            text = getattr(err, "reported_as", None) or error_text(err)
+            if not (_names(text, bad) and (_names(text, p) or _names(text, p - 1))):
+                raise CheckFailed(
+                    f"{head}\n  your error says: {text[:300]}\n  say which position has no row and how many rows "
+                    f"there are (e.g. 'position {bad} is outside the table: it has rows for 0..{p - 1}'), so that "
+                    f"whoever meets it knows what to change"
+                ) from err
+            continue
+        raise CheckFailed(
+            f"{head}\n  your function returned a result instead of raising an error: check that every position is "
+            f"in 0..max_positions - 1 before looking rows up, and raise (IndexError or ValueError) otherwise"
+        )

@@ -1,4 +1,4 @@
-"""Checkers for notebook 03 (relative): ALiBi slopes and bias, T5 buckets."""
+"""Checkers for notebook 03 (relative): ALiBi slopes and bias, T5 buckets and T5's learned bias."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.relative import alibi_bias, alibi_slopes, t5_relative_position_bucket
+from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 
 
 @enforce_rules
@@ -133,5 +133,94 @@ def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
         cases,
         mistakes=mistakes,
         accept=lambda rel, **kw: [_bucket_float64(rel, **kw)],
+        seed=draw.quoted_seed,
+    )
+
+
+def _t5_reference(weight, q_positions, k_positions, bidirectional=True, max_distance=128):
+    num_buckets, n_heads = weight.shape
+    module = T5RelativeBias(
+        n_heads,
+        bidirectional=bidirectional,
+        num_buckets=num_buckets,
+        max_distance=max_distance,
+        device=weight.device,
+        dtype=weight.dtype,
+    )
+    with torch.no_grad():
+        module.embedding.weight.copy_(weight)
+        return module(q_positions, k_positions)
+
+
+def _t5_bias_from(weight, rel, bidirectional, max_distance):
+    """(H, Tq, Tk) from the bucket of each entry of ``rel`` (Tq, Tk)."""
+    buckets = t5_relative_position_bucket(
+        rel, bidirectional=bidirectional, num_buckets=weight.shape[0], max_distance=max_distance
+    )
+    return weight[buckets].permute(2, 0, 1)
+
+
+@enforce_rules
+def check_t5_learned_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
+    """``fn(weight (num_buckets, H), q_positions (Tq,), k_positions (Tk,), bidirectional=True, max_distance=128)``
+    -> ``(H, Tq, Tk)`` in ``weight``'s dtype: row ``bucket(k - q)`` of the table for each query-key pair, heads
+    first; like ``posref.T5RelativeBias`` holding the same weights (its ``embedding.weight``)."""
+    draw = Draw(hidden=hidden, device=device)
+    cases = []
+    for i in range(draw.n(3, 16)):
+        if hidden:
+            num_buckets, h = draw.choice((8, 16, 32, 64)), draw.int(1, 12)
+            tk = draw.int(1, 48)
+            max_distance = draw.choice((num_buckets, 128, draw.int(num_buckets, 600)))
+            dtype = draw.choice((torch.float32, torch.float64))
+        else:
+            num_buckets, h, tk, max_distance, dtype = ((32, 2, 6, 128, torch.float32), (16, 3, 40, 20, torch.float32),
+                                                       (8, 4, 9, 16, torch.float64))[i]  # fmt: skip
+        tq = tk if i % 2 == 0 else draw.int(1, tk)
+        k_pos = draw.positions(tk, max_start=3000 if hidden else 0)
+        q_pos = k_pos[tk - tq :]  # queries are the last tq tokens (a KV-cache step)
+        kwargs = {"bidirectional": bool(draw.int(0, 1)) if hidden else (True, False, True)[i]}
+        if max_distance != 128:
+            kwargs["max_distance"] = max_distance
+        weight = draw.randn(num_buckets, h, dtype=dtype)
+        label = f"{num_buckets} buckets, {h} heads"
+        cases.append(Case((weight, q_pos, k_pos), kwargs, label=label))
+
+    def variant(rel_of, *, direction=None):
+        def run(weight, q, k, bidirectional=True, max_distance=128):
+            both = bidirectional if direction is None else direction
+            return _t5_bias_from(weight, rel_of(q, k), both, max_distance)
+
+        return run
+
+    def from_zero(q, k):
+        return (
+            torch.arange(k.numel(), device=k.device)[None, :]
+            - torch.arange(q.numel(), device=q.device)[:, None]
+        )
+
+    mistakes = {
+        "relative_position is key - query (k_positions[None, :] - q_positions[:, None]), not query - key": variant(
+            lambda q, k: q[:, None] - k[None, :]
+        ),
+        "pass bidirectional on to your bucket function (a decoder's bias gives every later key bucket 0)": variant(
+            lambda q, k: k[None, :] - q[:, None], direction=True
+        ),
+        "use the positions you are given (at a KV-cache step the queries sit after the cached keys), not "
+        "arange(Tq) and arange(Tk)": variant(from_zero),
+    }
+
+    def float64_buckets(weight, q, k, bidirectional=True, max_distance=128):
+        rel = k[None, :] - q[:, None]
+        buckets = _bucket_float64(rel, bidirectional, weight.shape[0], max_distance)
+        return [weight[buckets].permute(2, 0, 1)]
+
+    first_difference(
+        "t5_learned_bias",
+        fn,
+        _t5_reference,
+        cases,
+        mistakes=mistakes,
+        accept=float64_buckets,
         seed=draw.quoted_seed,
     )

@@ -51,11 +51,13 @@ RULES: dict[str, Rule] = {
         ("scaled_dot_product_attention", "attention_scores"), {"scaled_dot_product_attention": _SDPA}
     ),
     "check_equivariance_error": Rule(("equivariance_error", "is_permutation_equivariant")),
+    "check_learned_positions": Rule(("LearnedPositionalEmbedding",)),
     "check_sinusoidal_pe": Rule(("sinusoidal_pe", "sinusoidal_frequencies")),
     "check_shift_matrix": Rule(("sinusoidal_shift_matrix",)),
     "check_alibi_slopes": Rule(("alibi_slopes",)),
     "check_alibi_bias": Rule(("alibi_bias",)),
     "check_t5_bucket": Rule(("t5_relative_position_bucket", "T5RelativeBias")),
+    "check_t5_learned_bias": Rule(("t5_relative_position_bucket", "T5RelativeBias")),
     "check_rope_cos_sin": Rule(("rope_cos_sin", "RotaryEmbedding")),
     "check_apply_rope": Rule(_ROPE),
     "check_apply_rope_speed": Rule(_ROPE),

@@ -119,6 +119,69 @@ def shift_matrix_transposed(k, dim, base=10000.0):
     return shift_matrix_from_tables(k, dim, base).T
 
 
+# ---------------------------------------------------------------- the learned table (notebook 02)
+
+
+class LearnedPositionsChecked(torch.nn.Module):
+    """Correct: an nn.Embedding behind an explicit range check."""
+
+    def __init__(self, max_positions, dim):
+        super().__init__()
+        self.table = torch.nn.Embedding(max_positions, dim)
+        self.weight = self.table.weight
+
+    def forward(self, x, positions):
+        bad = positions[(positions < 0) | (positions >= self.table.num_embeddings)]
+        if bad.numel():
+            raise IndexError(
+                f"position {int(bad[0])} has no row: the table has {self.table.num_embeddings} rows"
+            )
+        return x + self.table(positions)
+
+
+class LearnedPositionsNoCheck(LearnedPositionsChecked):
+    """Mistake: plain indexing, which reads row P - k for position -k."""
+
+    def forward(self, x, positions):
+        return x + self.weight[positions]
+
+
+class LearnedPositionsTorchError(LearnedPositionsChecked):
+    """Mistake: nn.Embedding's own error ('index out of range in self'), which names neither the position nor
+    the table's size."""
+
+    def forward(self, x, positions):
+        return x + self.table(positions)
+
+
+class LearnedPositionsFromZero(LearnedPositionsChecked):
+    """Mistake: the rows of arange(T), whatever positions were asked for."""
+
+    def forward(self, x, positions):
+        super().forward(x, positions)  # the range check
+        return x + self.weight[: x.shape[1]]
+
+
+class LearnedPositionsTableOnly(LearnedPositionsChecked):
+    """Mistake: the position vectors alone, not added to the token embeddings."""
+
+    def forward(self, x, positions):
+        return (super().forward(x, positions) - x).expand_as(x).clone()
+
+
+def through_learned_module(cls):
+    """What the notebook's cell hands the checker: the student's module holding a given table."""
+
+    def learned_positions(weight, x, positions):
+        module = cls(*weight.shape).to(device=x.device, dtype=weight.dtype)
+        with torch.no_grad():
+            module.weight.copy_(weight)
+            return module(x, positions)
+
+    learned_positions.__name__ = f"learned_positions_{cls.__name__}"
+    return learned_positions
+
+
 # ---------------------------------------------------------------- ALiBi and T5
 
 
@@ -171,6 +234,36 @@ def t5_bucket_hf_style(relative_position, bidirectional=True, num_buckets=32, ma
     )
     val = torch.min(val, torch.full_like(val, num_buckets - 1))
     return ret + torch.where(is_small, n, val)
+
+
+def t5_learned_bias_loops(weight, q_positions, k_positions, bidirectional=True, max_distance=128):
+    """Correct: one query-key pair at a time, on the transformers-style bucket function."""
+    n_heads = weight.shape[1]
+    out = torch.empty(n_heads, len(q_positions), len(k_positions), dtype=weight.dtype)
+    for i, q in enumerate(q_positions.tolist()):
+        for j, k in enumerate(k_positions.tolist()):
+            b = t5_bucket_hf_style(torch.tensor(k - q), bidirectional, weight.shape[0], max_distance)
+            out[:, i, j] = weight[int(b)]
+    return out
+
+
+def t5_learned_bias_embedding(weight, q_positions, k_positions, bidirectional=True, max_distance=128):
+    """Correct: an nn.Embedding holding the table, looked up with the (Tq, Tk) buckets."""
+    table = torch.nn.Embedding.from_pretrained(weight)
+    rel = k_positions[None, :] - q_positions[:, None]
+    return table(t5_bucket_hf_style(rel, bidirectional, weight.shape[0], max_distance)).permute(2, 0, 1)
+
+
+def t5_learned_bias_query_minus_key(weight, q_positions, k_positions, bidirectional=True, max_distance=128):
+    rel = q_positions[:, None] - k_positions[None, :]
+    return weight[t5_bucket_hf_style(rel, bidirectional, weight.shape[0], max_distance)].permute(2, 0, 1)
+
+
+def t5_learned_bias_always_bidirectional(
+    weight, q_positions, k_positions, bidirectional=True, max_distance=128
+):
+    rel = k_positions[None, :] - q_positions[:, None]
+    return weight[t5_bucket_hf_style(rel, True, weight.shape[0], max_distance)].permute(2, 0, 1)
 
 
 def t5_bucket_unclipped(relative_position, bidirectional=True, num_buckets=32, max_distance=128):

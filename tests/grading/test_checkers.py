@@ -15,6 +15,14 @@ from posref.grading import CheckFailed, Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.scaling import FREQUENCY_MISTAKES
 
+
+class _LibraryTableAdded(posref.LearnedPositionalEmbedding):
+    """posref's learned table with notebook 02's interface: added to the token embeddings."""
+
+    def forward(self, x, positions):
+        return x + super().forward(positions)
+
+
 CORRECT = [
     (
         grading.check_attention,
@@ -23,6 +31,8 @@ CORRECT = [
     (grading.check_attention, s.attention_loops),
     (grading.check_equivariance_error, posref.equivariance_error),
     (grading.check_equivariance_error, s.equivariance_error_einsum),
+    (grading.check_learned_positions, s.through_learned_module(_LibraryTableAdded)),
+    (grading.check_learned_positions, s.through_learned_module(s.LearnedPositionsChecked)),
     (grading.check_sinusoidal_pe, lambda n, d, base=10000.0: posref.sinusoidal_pe(n, d, base=base)),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_exp_log),
     (grading.check_shift_matrix, lambda k, d, base=10000.0: posref.sinusoidal_shift_matrix(k, d, base=base)),
@@ -33,6 +43,8 @@ CORRECT = [
     (grading.check_alibi_bias, s.alibi_bias_loops),
     (grading.check_t5_bucket, posref.t5_relative_position_bucket),
     (grading.check_t5_bucket, s.t5_bucket_hf_style),
+    (grading.check_t5_learned_bias, s.t5_learned_bias_loops),
+    (grading.check_t5_learned_bias, s.t5_learned_bias_embedding),
     (grading.check_rope_cos_sin, posref.rope_cos_sin),
     (grading.check_rope_cos_sin, s.rope_cos_sin_float64),
     (grading.check_apply_rope, posref.apply_rope),
@@ -56,6 +68,26 @@ MISTAKES = [
     (grading.check_attention, s.attention_no_scale, "sqrt(head_dim)"),
     (grading.check_attention, s.attention_masks_past, "hides the past"),
     (grading.check_equivariance_error, s.equivariance_error_unpermuted_output, "output was not permuted"),
+    (
+        grading.check_learned_positions,
+        s.through_learned_module(s.LearnedPositionsNoCheck),
+        "returned a result",
+    ),
+    (
+        grading.check_learned_positions,
+        s.through_learned_module(s.LearnedPositionsTorchError),
+        "say which position",
+    ),
+    (
+        grading.check_learned_positions,
+        s.through_learned_module(s.LearnedPositionsFromZero),
+        "not at arange(T)",
+    ),
+    (
+        grading.check_learned_positions,
+        s.through_learned_module(s.LearnedPositionsTableOnly),
+        "x + weight[positions]",
+    ),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_intdiv, "integer division"),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_one_based, "numbered from 1"),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_halves, "wrong layout"),
@@ -65,6 +97,8 @@ MISTAKES = [
     (grading.check_alibi_slopes, s.alibi_slopes_naive, "not a power of two"),
     (grading.check_alibi_bias, s.alibi_bias_signed, "absolute value"),
     (grading.check_t5_bucket, s.t5_bucket_unclipped, "clip"),
+    (grading.check_t5_learned_bias, s.t5_learned_bias_query_minus_key, "not query - key"),
+    (grading.check_t5_learned_bias, s.t5_learned_bias_always_bidirectional, "pass bidirectional on"),
     (grading.check_rope_cos_sin, s.rope_cos_sin_half_precision, "float16/bfloat16"),
     (grading.check_apply_rope, s.apply_rope_wrong_layout, "wrong pairing layout"),
     (grading.check_apply_rope, s.apply_rope_sin_cos_swapped, "sin and cos are swapped"),
