@@ -125,9 +125,9 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         case.atol, case.rtol = 1e-5 + 1e-6 * abs(case.args[0]), 0.0
     mistakes = {
         "your matrix shifts the other way (it is M_{-k}, the transpose): check the sign of the sine entries; "
-        "row 2i is [cos kw, sin kw] so that sin(a + b) = sin a cos b + cos a sin b": lambda k, dim, base=10000.0: (
-            _reference_shift(-k, dim, base)
-        ),
+        "row 2i is [cos kw, sin kw] so that sin(a + b) = sin a cos b + cos a sin b": _backwards_for_positive_k,
+        "for this negative k your matrix is M_{|k|}: either the sign of k is lost (abs(k)), or the sine "
+        "entries' sign is flipped (then a positive k fails too)": _backwards_for_negative_k,
         "the 2x2 blocks must sit on the interleaved pairs (2i, 2i+1), the same columns as sin and cos in "
         "sinusoidal_pe": lambda k, dim, base=10000.0: _halves_shift(k, dim, base),
     }
@@ -145,6 +145,20 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
 
 def _reference_shift(k, dim, base=10000.0):
     return sinusoidal_shift_matrix(k, dim, base=base, dtype=torch.float64)
+
+
+def _backwards_for_positive_k(k, dim, base=10000.0):
+    """M_{-k} for k > 0: a flipped sine sign. For k < 0, M_{-k} is also M_{|k|} (a lost sign of k): ambiguous."""
+    if k <= 0:
+        raise ValueError("this mistake is told apart from abs(k) only for k > 0")
+    return _reference_shift(-k, dim, base)
+
+
+def _backwards_for_negative_k(k, dim, base=10000.0):
+    """M_{-k} = M_{|k|} for k < 0: a lost sign of k or a flipped sine sign, the hint names both."""
+    if k >= 0:
+        raise ValueError("this mistake shows only for k < 0")
+    return _reference_shift(-k, dim, base)
 
 
 def _halves_shift(k, dim, base):

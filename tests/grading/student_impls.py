@@ -119,6 +119,11 @@ def shift_matrix_transposed(k, dim, base=10000.0):
     return shift_matrix_from_tables(k, dim, base).T
 
 
+def shift_matrix_abs_k(k, dim, base=10000.0):
+    """Signs of the sine entries right, but k's sign lost: M_{|k|} (wrong for negative k only)."""
+    return shift_matrix_from_tables(abs(k), dim, base)
+
+
 # ---------------------------------------------------------------- the learned table (notebook 02)
 
 

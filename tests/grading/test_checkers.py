@@ -456,3 +456,12 @@ def test_a_shift_matrix_from_half_precision_frequencies_fails_the_visible_check(
     grading.check_shift_matrix(lambda k, dim, base=10000.0: shift_matrix(k, dim, base, half=False))
     with pytest.raises(CheckFailed, match="shift_matrix differs"):
         grading.check_shift_matrix(shift_matrix)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_lost_sign_of_k_is_not_called_a_sign_of_the_sine_entries(hidden):
+    # M_{|k|} equals the transpose M_{-k} for k < 0: the sine-sign hint alone would be wrong for abs(k)
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_shift_matrix(s.shift_matrix_abs_k, hidden=hidden)
+    assert "the sign of k is lost (abs(k))" in str(failure.value)
+    assert "check the sign of the sine entries" not in str(failure.value)
