@@ -1,9 +1,10 @@
-"""Score of record of notebook 06 with a wrong position handler: it loses exactly its own test cell (and its hint
-names the mistake), every other autograded cell keeps its points.
+"""Score of record of notebooks 06 and 08 with a wrong position handler or drop: it loses exactly its own test
+cell (and its hint names the mistake), every other autograded cell keeps its points.
 
-Each submission is the solution with one handler's answer cell rewritten the way a student might get it wrong:
-RoPE applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is
-given (off by one, and blind to a KV-cache offset), ALiBi with its sign flipped.
+Each submission is the solution with one answer cell rewritten the way a student might get it wrong: in 06, RoPE
+applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is given
+(off by one, and blind to a KV-cache offset), ALiBi with its sign flipped; in 08, a drop that swaps the handler of
+the model it was given instead of a copy's.
 """
 
 from __future__ import annotations
@@ -81,10 +82,21 @@ class ALiBiHandler(PositionHandler):
         return self.slopes.to(distance.device)[:, None, None] * distance
 """
 
+DROP_IN_PLACE = """
+def drop(model):
+    model.positions = NoPEHandler()
+    return model
+"""
+
 WRONG = {
     "values rotated": ("rope_handler", ROTATES_THE_TOKENS, "test_rope_handler", "rotating the token vectors"),
     "positions off by one": ("rope_handler", COUNTS_FROM_ONE, "test_rope_handler", "positions you are given"),
     "alibi sign flipped": ("alibi_handler", ALIBI_SIGN_FLIPPED, "test_alibi_handler", "a penalty"),
+    "drop in place": ("drop", DROP_IN_PLACE, "test_drop", "changed the model it was given"),
+}
+TESTS = {
+    "06_length": {"test_per_position_loss", "test_rope_handler", "test_alibi_handler"},
+    "08_nope": {"test_causal_mean", "test_nope_handler", "test_drop"},
 }
 
 
@@ -95,7 +107,8 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     answer_id, answer, test_id, hint = WRONG[wrong]
     for key, value in nh.notebook_env(tmp_path).items():
         monkeypatch.setenv(key, value)
-    source = nh.source("06_length")
+    notebook = "08_nope" if answer_id == "drop" else "06_length"
+    source = nh.source(notebook)
     nb = nbformat.read(source, as_version=4)
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == answer_id]
     cell.source = answer.strip()
@@ -111,4 +124,4 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     )
     kept = {grade_id: c.score for grade_id, c in cells.items() if grade_id != test_id}
     assert kept == {grade_id: c.points for grade_id, c in cells.items() if grade_id != test_id}
-    assert set(cells) == {"test_per_position_loss", "test_rope_handler", "test_alibi_handler"}
+    assert set(cells) == TESTS[notebook]
