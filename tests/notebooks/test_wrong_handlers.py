@@ -34,16 +34,18 @@ def apply_rope(x, cos, sin, layout="half"):
 def angles(head_dim, base, positions):
     inv_freq = base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float32) / head_dim)
     return rope_cos_sin(positions, inv_freq.to(positions.device))
+
+
+class RoPESizes(PositionHandler):
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        self.head_dim, self.base = head_dim, base
 """
 
 ROTATES_THE_TOKENS = (
     ROPE_FUNCTIONS
     + """
-class RoPEHandler(PositionHandler):
-    def __init__(self, head_dim, base=10000.0):
-        super().__init__()
-        self.head_dim, self.base = head_dim, base
-
+class RoPEHandler(RoPESizes):
     def embed(self, x, positions):
         B, T, C = x.shape
         heads = x.view(B, T, C // self.head_dim, self.head_dim).transpose(1, 2)
@@ -55,11 +57,7 @@ class RoPEHandler(PositionHandler):
 COUNTS_FROM_ONE = (
     ROPE_FUNCTIONS
     + """
-class RoPEHandler(PositionHandler):
-    def __init__(self, head_dim, base=10000.0):
-        super().__init__()
-        self.head_dim, self.base = head_dim, base
-
+class RoPEHandler(RoPESizes):
     def rotate(self, q, k, positions):
         def turn(x):
             own = torch.arange(1, x.shape[-2] + 1, device=x.device)
