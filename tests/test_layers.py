@@ -33,8 +33,6 @@ SUBPACKAGES = {"posref.kernels", "posref.lab", "posref.grading", "posref.explore
 # writing its checker (check_rope_frequencies_<name>) or adding it here.
 NO_EXERCISE = {
     "default": "plain RoPE: notebook 04 grades rope_cos_sin and apply_rope",
-    "dynamic": "notebook 07 compares it through posref: NTK-aware with s from the current length (ntk is graded)",
-    "ntk_by_parts": "notebook 07 compares it through posref: the ramp of YaRN without its temperature (yarn is graded)",
     "longrope": "notebook 07 runs a piece of LongRoPE's search (posref.longrope_search); no frequency exercise",
 }
 

@@ -42,9 +42,11 @@ from posref.grading.rope import (
 from posref.grading.rope_analysis import check_p_rope, check_pair_norms, check_score_by_distance
 from posref.grading.scaling import (
     check_frequencies,
+    check_rope_frequencies_dynamic,
     check_rope_frequencies_linear,
     check_rope_frequencies_llama3,
     check_rope_frequencies_ntk,
+    check_rope_frequencies_ntk_by_parts,
     check_rope_frequencies_yarn,
 )
 from posref.grading.timing import speed_ratio
@@ -70,9 +72,11 @@ __all__ = [
     "check_pair_norms",
     "check_per_position_loss",
     "check_rope_cos_sin",
+    "check_rope_frequencies_dynamic",
     "check_rope_frequencies_linear",
     "check_rope_frequencies_llama3",
     "check_rope_frequencies_ntk",
+    "check_rope_frequencies_ntk_by_parts",
     "check_rope_frequencies_yarn",
     "check_rope_handler",
     "check_rope_scores",

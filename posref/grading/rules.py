@@ -70,6 +70,8 @@ RULES: dict[str, Rule] = {
     "check_frequencies": Rule(_FREQUENCIES),
     "check_rope_frequencies_linear": Rule(_FREQUENCIES),
     "check_rope_frequencies_ntk": Rule(_FREQUENCIES),
+    "check_rope_frequencies_dynamic": Rule(_FREQUENCIES),
+    "check_rope_frequencies_ntk_by_parts": Rule(_FREQUENCIES),
     "check_rope_frequencies_yarn": Rule(_FREQUENCIES),
     "check_rope_frequencies_llama3": Rule(_FREQUENCIES),
 }

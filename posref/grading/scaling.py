@@ -11,10 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+import torch
+
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, default_inv_freq, rope_frequencies
+from posref.scaling import (
+    ORIGINAL_LEN_KEY,
+    SCALING_METHODS,
+    default_inv_freq,
+    ntk_base,
+    ratio_ramp,
+    rope_frequencies,
+    yarn_mscale,
+)
 
 # YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
 _YARN_BETAS = (None, None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
@@ -33,7 +43,11 @@ def _llama3_keys(draw: Draw, index: int) -> dict:
 
 # what a method's cases carry beside the factor and, where the method reads it, the training length (the
 # registry's needs_original_len): drawn per case, ``index`` the case's number
-_OTHER_KEYS: dict[str, Callable[[Draw, int], dict]] = {"yarn": _yarn_keys, "llama3": _llama3_keys}
+_OTHER_KEYS: dict[str, Callable[[Draw, int], dict]] = {
+    "yarn": _yarn_keys,
+    "ntk_by_parts": _yarn_keys,
+    "llama3": _llama3_keys,
+}
 
 
 def _params(draw: Draw, rope_type: str, index: int = 0) -> dict:
@@ -62,6 +76,27 @@ def _yarn_default_betas(d, b, p, ramp, seq_len=None):
 
 _READ_BETAS = 'read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
 
+
+def _ntk_at(alpha_of: Callable[[float, int, int | None], float]):
+    """NTK-aware frequencies with ``alpha = alpha_of(factor, L, seq_len)``: Dynamic NTK's wrong rules."""
+
+    def run(d, b, p, seq_len=None):
+        alpha = alpha_of(p["factor"], p[ORIGINAL_LEN_KEY], seq_len)
+        return default_inv_freq(d, ntk_base(b, alpha, d)), 1.0
+
+    return run
+
+
+def _by_parts_weighted(weight_of: Callable[[torch.Tensor], torch.Tensor], attention_factor=lambda s: 1.0):
+    def run(d, b, p, seq_len=None):
+        betas = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
+        weight = weight_of(ratio_ramp(d, b, p[ORIGINAL_LEN_KEY], *betas))
+        inv_freq = default_inv_freq(d, b)
+        return inv_freq * (1 - weight) + inv_freq / p["factor"] * weight, attention_factor(p["factor"])
+
+    return run
+
+
 # the methods notebook 07 has an exercise for (the registry's others have none), each with the mistakes its
 # checker names when a student makes them
 FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
@@ -85,6 +120,21 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
         f"give: {_READ_BETAS}": partial(_yarn_default_betas, ramp="ratio"),
         "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
         f"give with the library's ramp: {_READ_BETAS}": partial(_yarn_default_betas, ramp="index"),
+    },
+    "dynamic": {
+        "up to the training length L Dynamic NTK is plain RoPE: the length it reads is n = max(seq_len, L) "
+        "(and L when seq_len is None)": _ntk_at(lambda s, L, t: s * t / L - (s - 1) if t else 1.0),
+        "Dynamic NTK grows its alpha with the length (factor * n / L - (factor - 1), n = max(seq_len, L)); "
+        "a fixed alpha = factor is static NTK-aware": _ntk_at(lambda s, L, t: s),
+        "this checker follows the transformers library's rule alpha = factor * n / L - (factor - 1); "
+        "max(1, n / L) is the paper's": _ntk_at(lambda s, L, t: max(1.0, max(t or L, L) / L)),
+    },
+    "ntk_by_parts": {
+        "NTK-by-parts has no temperature: its attention factor is 1 (0.1 ln s + 1 is what YaRN adds)": (
+            _by_parts_weighted(lambda w: w, yarn_mscale)
+        ),
+        "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept, pairs that "
+        "turn fewer than beta_slow times are divided by the factor": _by_parts_weighted(lambda w: 1 - w),
     },
     "llama3": {
         "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
@@ -111,7 +161,8 @@ def _other_correct(rope_type: str) -> Callable | None:
 @enforce_rules
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
-    ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``yarn``, ``llama3``).
+    ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``dynamic``, ``ntk_by_parts``,
+    ``yarn``, ``llama3``); a length-dependent method's cases carry ``seq_len`` (None, below or above ``L``).
     Frequencies are float32 on the CPU; the tolerance is a few float32 units in the last place (relative). For
     YaRN the paper's ramp and the library's are both accepted, and some cases carry ``beta_fast``/``beta_slow``
     (one of the visible ones)."""
@@ -123,7 +174,13 @@ def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, dev
     for i in range(draw.n(3, 16)):
         head_dim = (64, 128, 32)[i] if not hidden else draw.even(8, 256)
         base = 10000.0 if not hidden else draw.choice((10000.0, 500000.0, draw.uniform(1e3, 1e6)))
-        cases.append(Case((head_dim, base, _params(draw, rope_type, i)), atol=1e-12, rtol=1e-5))
+        params = _params(draw, rope_type, i)
+        args = (head_dim, base, params)
+        if SCALING_METHODS[rope_type].length_dependent:  # None (at initialisation), shorter than L, longer
+            original = params[ORIGINAL_LEN_KEY]
+            lengths = (None, draw.int(1, original), original, draw.int(original + 1, 16 * original))
+            args += (draw.choice(lengths) if hidden else (None, original // 2, 3 * original)[i],)
+        cases.append(Case(args, atol=1e-12, rtol=1e-5))
     first_difference(
         f"{rope_type} frequencies",
         fn,
@@ -152,6 +209,20 @@ def check_rope_frequencies_ntk(fn: Callable, *, hidden: bool = False, device=Non
 def check_rope_frequencies_yarn(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """YaRN (arXiv 2309.00071), frequencies and attention factor: ``check_frequencies(fn, "yarn")``."""
     check_frequencies(fn, "yarn", hidden=hidden, device=device)
+
+
+@enforce_rules
+def check_rope_frequencies_dynamic(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """Dynamic NTK (emozilla 2023; YaRN paper, arXiv 2309.00071, section 3.3) as transformers computes it, with
+    ``seq_len`` None, below, at and above the training length: ``check_frequencies(fn, "dynamic")``."""
+    check_frequencies(fn, "dynamic", hidden=hidden, device=device)
+
+
+@enforce_rules
+def check_rope_frequencies_ntk_by_parts(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """NTK-by-parts (YaRN paper, arXiv 2309.00071, section 3.2: the ramp in turns, no temperature):
+    ``check_frequencies(fn, "ntk_by_parts")``."""
+    check_frequencies(fn, "ntk_by_parts", hidden=hidden, device=device)
 
 
 @enforce_rules

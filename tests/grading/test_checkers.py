@@ -341,13 +341,30 @@ def _ntk_closed_form(head_dim, base, params, seq_len=None):
     return new_base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim), 1.0
 
 
+def _dynamic_closed_form(head_dim, base, params, seq_len=None):
+    """Dynamic NTK written out: the length n = max(seq_len, L) sets alpha, then the NTK-aware base."""
+    s, original = params["factor"], params["original_max_position_embeddings"]
+    n = original if seq_len is None else max(seq_len, original)
+    return _ntk_closed_form(head_dim, base, {"factor": s * n / original - (s - 1)})
+
+
+def _by_parts_closed_form(head_dim, base, params, seq_len=None):
+    """NTK-by-parts from the turns each pair makes within L, in float64."""
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    turns = params["original_max_position_embeddings"] * inv_freq / (2 * math.pi)
+    fast, slow = params.get("beta_fast", 32.0), params.get("beta_slow", 1.0)
+    kept = ((turns - slow) / (fast - slow)).clamp(0, 1)
+    return kept * inv_freq + (1 - kept) * inv_freq / params["factor"], 1.0
+
+
 def _transformers_frequencies(rope_type):
     """The transformers library's own init function for that type (yarn, llama3): an independent oracle."""
     hf_reference = pytest.importorskip("hf_reference")
 
     def fn(head_dim, base, params, seq_len=None):
         inv_freq, factor = hf_reference.hf_init(
-            hf_reference.hf_config(head_dim, base=base, scaling={"rope_type": rope_type, **params})
+            hf_reference.hf_config(head_dim, base=base, scaling={"rope_type": rope_type, **params}),
+            seq_len=seq_len,
         )
         return inv_freq, float(factor)
 
@@ -359,6 +376,8 @@ def _transformers_frequencies(rope_type):
     [
         ("linear", _linear_closed_form),
         ("ntk", _ntk_closed_form),
+        ("dynamic", _dynamic_closed_form),
+        ("ntk_by_parts", _by_parts_closed_form),
         ("yarn", _transformers_frequencies("yarn")),
         ("llama3", _transformers_frequencies("llama3")),
     ],
@@ -369,14 +388,14 @@ def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
 
 
 def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
-    assert list(FREQUENCY_MISTAKES) == ["linear", "ntk", "yarn", "llama3"]
+    assert list(FREQUENCY_MISTAKES) == ["linear", "ntk", "yarn", "dynamic", "ntk_by_parts", "llama3"]
     for rope_type in FREQUENCY_MISTAKES:
         assert rope_type in posref.SCALING_METHODS
         assert callable(getattr(grading, f"check_rope_frequencies_{rope_type}"))
     with pytest.raises(
-        ValueError, match="no frequency checker for rope_type 'dynamic'; expected one of linear"
+        ValueError, match="no frequency checker for rope_type 'longrope'; expected one of linear"
     ):
-        grading.check_frequencies(_linear_closed_form, "dynamic")
+        grading.check_frequencies(_linear_closed_form, "longrope")
 
 
 @pytest.mark.parametrize(
@@ -391,6 +410,22 @@ def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
             "ntk",
             lambda d, b, p, seq_len=None: _ntk_closed_form(d, b, {"factor": p["factor"] ** ((d - 2) / d)}),
             "not base * factor",
+        ),
+        ("dynamic", lambda d, b, p, seq_len=None: _ntk_closed_form(d, b, p), "a fixed alpha = factor"),
+        (
+            "dynamic",
+            lambda d, b, p, seq_len=None: _ntk_closed_form(
+                d, b, {"factor": max(1.0, (seq_len or 1) / p["original_max_position_embeddings"])}
+            ),
+            "the paper's",
+        ),
+        (
+            "ntk_by_parts",
+            lambda d, b, p, seq_len=None: (
+                _by_parts_closed_form(d, b, p)[0],
+                0.1 * math.log(p["factor"]) + 1,
+            ),
+            "no temperature",
         ),
         (
             "yarn",
