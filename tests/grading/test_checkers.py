@@ -15,6 +15,8 @@ from posref.grading import CheckFailed, Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.scaling import FREQUENCY_MISTAKES
 
+learned = s.through_learned_module  # a student's module as the function the checker calls
+
 
 class _LibraryTableAdded(posref.LearnedPositionalEmbedding):
     """posref's learned table with notebook 02's interface: added to the token embeddings."""
@@ -31,8 +33,8 @@ CORRECT = [
     (grading.check_attention, s.attention_loops),
     (grading.check_equivariance_error, posref.equivariance_error),
     (grading.check_equivariance_error, s.equivariance_error_einsum),
-    (grading.check_learned_positions, s.through_learned_module(_LibraryTableAdded)),
-    (grading.check_learned_positions, s.through_learned_module(s.LearnedPositionsChecked)),
+    (grading.check_learned_positions, learned(_LibraryTableAdded)),
+    (grading.check_learned_positions, learned(s.LearnedPositionsChecked)),
     (grading.check_sinusoidal_pe, lambda n, d, base=10000.0: posref.sinusoidal_pe(n, d, base=base)),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_exp_log),
     (grading.check_shift_matrix, lambda k, d, base=10000.0: posref.sinusoidal_shift_matrix(k, d, base=base)),
@@ -68,26 +70,10 @@ MISTAKES = [
     (grading.check_attention, s.attention_no_scale, "sqrt(head_dim)"),
     (grading.check_attention, s.attention_masks_past, "hides the past"),
     (grading.check_equivariance_error, s.equivariance_error_unpermuted_output, "output was not permuted"),
-    (
-        grading.check_learned_positions,
-        s.through_learned_module(s.LearnedPositionsNoCheck),
-        "returned a result",
-    ),
-    (
-        grading.check_learned_positions,
-        s.through_learned_module(s.LearnedPositionsTorchError),
-        "say which position",
-    ),
-    (
-        grading.check_learned_positions,
-        s.through_learned_module(s.LearnedPositionsFromZero),
-        "not at arange(T)",
-    ),
-    (
-        grading.check_learned_positions,
-        s.through_learned_module(s.LearnedPositionsTableOnly),
-        "x + weight[positions]",
-    ),
+    (grading.check_learned_positions, learned(s.LearnedPositionsNoCheck), "returned a result"),
+    (grading.check_learned_positions, learned(s.LearnedPositionsTorchError), "say which position"),
+    (grading.check_learned_positions, learned(s.LearnedPositionsFromZero), "not at arange(T)"),
+    (grading.check_learned_positions, learned(s.LearnedPositionsTableOnly), "x + weight[positions]"),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_intdiv, "integer division"),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_one_based, "numbered from 1"),
     (grading.check_sinusoidal_pe, s.sinusoidal_pe_halves, "wrong layout"),
