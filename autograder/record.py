@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import atexit
-import shutil
+import functools
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,9 +24,11 @@ import nbformat
 
 import posref.grading as checkers
 from autograder.course import NOTEBOOK_TIMEOUT
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Sandbox, submission_files
 from posref.grading import rules
+from posref.grading.forkserver import ServerGone
 from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
+from posref.grading.scratch import remove_tree
 
 MAX_RESTARTS = 6
 
@@ -108,18 +111,34 @@ class _Children:
     """The student's child (restarted without a cell that killed it) and, for speed checks, a reference child."""
 
     def __init__(
-        self, program, sandbox: Sandbox, scratch: Path, problems: list[str], timeout: float, budget: float
+        self,
+        program,
+        sandbox: Sandbox,
+        scratch: Path,
+        problems: list[str],
+        timeout: float,
+        budget: float,
+        files: Sequence = (),
     ) -> None:
         self.program, self.sandbox, self.scratch, self.problems = list(program), sandbox, scratch, problems
-        self.timeout, self.budget = timeout, budget
+        self.timeout, self.budget, self.files = timeout, budget, files
         self.deadline = time.monotonic() + budget
         self.student: Child | None = None
 
-    def _start(self, cells, deadline: float | None) -> Child:
+    def _start(self, cells, deadline: float | None, files: Sequence = (), *, fork: bool = True) -> Child:
+        """A child running ``cells``: a fork of the worker's fork server where there is one (``fork``), else a
+        freshly started sandbox."""
         command, cwd, python_path = self.sandbox.python_command(self.scratch)
-        return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
-                     preexec_fn=self.sandbox.set_limits, cell_timeout=self.timeout, call_timeout=self.timeout,
-                     log_path=str(self.scratch.parent / "child.log"), deadline=deadline)  # fmt: skip
+        server = self.sandbox.fork_server() if fork else None
+        group = self.sandbox.memory.make()
+        launch = functools.partial(server.fork, join=group and group.add) if server is not None else None
+        try:
+            return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
+                         preexec_fn=functools.partial(self.sandbox.set_limits, group), cell_timeout=self.timeout,
+                         call_timeout=self.timeout, log_path=str(self.scratch.parent / "child.log"),
+                         deadline=deadline, files=files, on_close=group and group.remove, launch=launch)  # fmt: skip
+        except ServerGone:  # a server that a child of an earlier student ended: start this one afresh
+            return self._start(cells, deadline, files, fork=False)
 
     @property
     def out_of_time(self) -> str:
@@ -131,11 +150,12 @@ class _Children:
     def get(self) -> Child:
         if self.student is not None and self.student.alive:
             return self.student
+        self.close()  # a child killed by a check: its pipes and memory cgroup go first
         if self.out_of_time:
             raise BudgetSpent(self.out_of_time)
         for _ in range(MAX_RESTARTS):
             try:
-                self.student = self._start(self.program, self.deadline)
+                self.student = self._start(self.program, self.deadline, self.files)
                 return self.student
             except ChildFailed as failure:
                 bad = getattr(failure, "cell", None)
@@ -150,12 +170,18 @@ class _Children:
         worker's lifetime: it runs only posref, never student code."""
         child = _REFERENCE_CHILDREN.get(name)
         if child is None or not child.alive:
-            child = _REFERENCE_CHILDREN[name] = self._start([(0, f"from posref import {name}")], None)
+            if child is not None:
+                child.close()
+            # never a fork: the fork server's children are one student's at a time, and end each other
+            child = _REFERENCE_CHILDREN[name] = self._start(
+                [(0, f"from posref import {name}")], None, fork=False
+            )
         return RemoteFunction(child, name)
 
     def close(self) -> None:
         if self.student is not None:
             self.student.close()
+            self.student = None
 
 
 _REFERENCE_CHILDREN: dict[str, Child] = {}
@@ -204,8 +230,11 @@ def grade_notebook(
     answer_cells = {
         i for i, c in enumerate(source_nb.cells) if c.cell_type == "code" and _meta(c).get("solution")
     }
-    scratch = sandbox.scratch(submitted_path.parent, scratch_base)
-    children = _Children(program, sandbox, scratch, record.problems, timeout, budget)
+    files, note = submission_files(submitted_path.parent, sandbox.limits.scratch_size // 2)
+    if note:
+        record.problems.append(note)
+    scratch = sandbox.scratch(scratch_base)
+    children = _Children(program, sandbox, scratch, record.problems, timeout, budget, files)
     try:
         try:
             children.get()
@@ -248,7 +277,7 @@ def grade_notebook(
             record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
     finally:
         children.close()
-        shutil.rmtree(scratch.parent, ignore_errors=True)
+        remove_tree(scratch.parent)
     return record
 
 
@@ -286,4 +315,10 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
         return str(failure)
     except StudentError as err:  # raised outside the checker's own cases (e.g. while being timed)
         return f"{fn} {err.reported_as}"
+    except Exception as err:
+        if not remote.answered:
+            raise  # before the child gave anything back: a fault of the grader's own
+        # the child's replies are checked to be plain data, but whatever in them the checker trips over is the
+        # student's failure, never "could not grade" (that would send a wrong answer to manual grading)
+        return f"{fn} returned something the check could not compare ({type(err).__name__}: {student_text(str(err))})"
     return ""

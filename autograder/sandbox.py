@@ -2,19 +2,26 @@
 
 A child sees a minimal root: the system directories and the Python environment read-only, posref and its
 ``data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only at ``/opt/posref``, a private
-size-limited ``/tmp``, and one writable scratch folder (a private copy of the student's submission folder, without
-notebooks) as its working directory. It has no network, its own PID
-namespace (everything it forks dies with it), and limits on CPU seconds, address space, processes and file
-size. When the grader runs as root it drops to a per-worker unprivileged uid first (as root the process
-limit is not enforced).
+size-limited ``/tmp`` and ``/dev/shm``, and as its working directory ``/scratch``, a size-limited tmpfs into
+which the child itself writes the student's submission folder (without notebooks) before any student code runs
+(``submission_files``): nothing a child writes reaches the course's disk, and it all vanishes with the child.
+It has no network, a PID namespace of the sandbox's own (nothing it forks outlives it), and limits on CPU
+seconds, address space, processes and file size. Children are forks of one such sandboxed process per worker
+that imported torch once (``fork_server``, see ``posref/grading/forkserver.py``). A child's memory as a whole
+(memfd and tmpfs included) is bounded by a memory cgroup per child where the grader can make one
+(``cgroup.py``); everywhere, a seccomp filter refuses memfd and System V shared memory (``seccomp.py``), the
+memory that no per-process limit counts. When the grader runs as root it
+drops to a per-worker unprivileged uid first (as root the process limit is not enforced).
 
 Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) the child still runs with the
-resource limits, but without filesystem or network isolation; ``Sandbox.mode`` says so and every report
-quotes it.
+resource limits, but without filesystem or network isolation, in a private folder of the grader's (each child
+started afresh); ``Sandbox.mode`` says so and every report quotes it.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import resource
 import shutil
@@ -23,10 +30,18 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import torch
+
+from autograder import seccomp
+from autograder.cgroup import MemoryGroup, MemoryGroups
 from autograder.course import REPO
+from posref.grading.forkserver import ForkServer, ServerGone
 
 POSREF_IN_SANDBOX = "/opt/posref"
+MAX_ENTRIES = 10_000  # files, folders and links of a submission folder given to the child
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,8 @@ class Limits:
     processes: int = 64
     file_size: int = 64 * 2**20
     tmp_size: int = 128 * 2**20
+    memory: int = 4 * 2**30  # all of a child's memory, where a memory cgroup can be had
+    scratch_size: int = 256 * 2**20  # the working directory (a tmpfs), the submission's files included
 
 
 def _bwrap_works() -> str | None:
@@ -52,6 +69,25 @@ def _bwrap_works() -> str | None:
     return None
 
 
+_FORK_SERVERS: dict[tuple, ForkServer] = {}
+
+
+@atexit.register
+def _close_fork_servers() -> None:
+    for server in _FORK_SERVERS.values():
+        server.close()
+
+
+@functools.cache
+def _seccomp_works() -> str | None:
+    """None if the seccomp filter can be installed in a child here, else why not."""
+    try:
+        subprocess.run(["true"], preexec_fn=seccomp.install, check=True)
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"the seccomp filter cannot be installed here ({err})"
+    return None
+
+
 class Sandbox:
     """Builds the command, environment and limits for one child. ``uid``: the unprivileged user (when root)."""
 
@@ -59,26 +95,35 @@ class Sandbox:
         self.limits = limits
         self.uid = uid if os.geteuid() == 0 else None
         self.problem = _bwrap_works()
+        self.memory = MemoryGroups(limits.memory)
+        self.seccomp_problem = _seccomp_works()
         self.mode = (
             "bubblewrap" if self.problem is None else f"degraded (resource limits only): {self.problem}"
-        )
+        ) + f"; memory: {self.memory_bound}"
         if self.uid is not None and self.problem is not None:
             # without bubblewrap the Python environment may not be readable by another user: stay as we are
             self.uid = None
 
-    def scratch(self, submission_dir: Path | None, base: Path) -> Path:
-        """A private writable copy of the submission folder (notebooks left out, links kept as links), as
-        ``<private dir>/work``; the private directory (root-only when root) also holds the child's log."""
+    @property
+    def memory_bound(self) -> str:
+        """What bounds a child's memory here, in words (quoted in every record)."""
+        if self.memory.problem is None:
+            return f"a memory cgroup of {self.limits.memory / 2**30:g} GiB per child"
+        bound = (
+            f"{self.limits.address_space / 2**30:g} GiB of address space per process, at most "
+            f"{self.limits.processes} processes"
+        )
+        refused = "memfd and System V shared memory refused" if self.seccomp_problem is None else ""
+        return f"{bound}; {refused or self.seccomp_problem} (no memory cgroup: {self.memory.problem})"
+
+    def scratch(self, base: Path) -> Path:
+        """``<private dir>/work``: the private directory (root-only when root) holds the child's log; ``work`` is
+        the working directory of a child without bubblewrap (with it, the child works in its own tmpfs)."""
         base.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="scratch-", dir=os.path.realpath(base))) / "work"
-        if submission_dir is not None and submission_dir.is_dir():
-            shutil.copytree(submission_dir, work, symlinks=True, ignore=shutil.ignore_patterns("*.ipynb"))
-        else:
-            work.mkdir()
+        work.mkdir()
         if self.uid is not None:
-            for root, dirs, files in os.walk(work):
-                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                    os.lchown(name, self.uid, self.uid)
+            os.lchown(work, self.uid, self.uid)
         return work
 
     def python_command(self, work: Path) -> tuple[list[str], str, list[str]]:
@@ -133,10 +178,36 @@ class Sandbox:
             "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", POSREF_IN_SANDBOX,
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
             "--ro-bind", str(REPO / "data"), f"{POSREF_IN_SANDBOX}/data",  # corpus and checkpoints (06-08)
-            "--bind", str(work), "/scratch", "--chdir", "/scratch",
+            "--perms", "1777", "--size", str(self.limits.scratch_size), "--tmpfs", "/scratch", "--chdir", "/scratch",
             "--", *drop, python, "-I",
         ]  # fmt: skip
         return bwrap, str(work), [POSREF_IN_SANDBOX]
+
+    def fork_server(self) -> ForkServer | None:
+        """This worker's fork server for children of this sandbox (started on first use, again if it ended),
+        or None without bubblewrap (the server needs a PID namespace of its own) or where it cannot start."""
+        if self.problem is not None:
+            return None
+        key = (self.uid, self.limits)
+        server = _FORK_SERVERS.get(key)
+        if server is not None and server.alive:
+            return server
+        if server is not None:
+            server.close()
+        command, _, python_path = self.python_command(Path("/"))  # with bubblewrap: no folder of the host's
+        try:
+            server = _FORK_SERVERS[key] = ForkServer(
+                command,
+                "/scratch",
+                env=self.env(),
+                cwd="/",
+                python_path=python_path,
+                preexec_fn=self.set_limits,
+            )
+        except (ServerGone, OSError):
+            _FORK_SERVERS.pop(key, None)
+            return None
+        return server
 
     def env(self) -> dict[str, str]:
         return {
@@ -152,11 +223,57 @@ class Sandbox:
             "POSREF_FAST": os.environ.get("POSREF_FAST", "1"),
         }
 
-    def set_limits(self) -> None:
+    def set_limits(self, group: MemoryGroup | None = None) -> None:
         """Run in the forked child before exec: the limits then hold for everything it starts."""
+        if group is not None:
+            group.join()
         lim = self.limits
         resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (lim.address_space, lim.address_space))
         resource.setrlimit(resource.RLIMIT_NPROC, (lim.processes, lim.processes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.seccomp_problem is None:
+            seccomp.install()
+
+
+def submission_files(folder: Path | None, limit: int) -> tuple[list[tuple[str, str, Any]], str]:
+    """The submission folder's content for the child to write into its working directory, notebooks left out:
+    ``([(kind, relative path, data), ...], note)`` with kind ``"dir"``, ``"file"`` (data: a uint8 tensor) or
+    ``"link"`` (data: the link's target, kept as it is: a link to the gradebook points nowhere in the sandbox).
+    Walked without recursion; past ``limit`` bytes, ``MAX_ENTRIES`` entries or ``MAX_DEPTH`` levels the rest is
+    left out and ``note`` says so ('' when nothing was)."""
+    entries: list[tuple[str, str, Any]] = []
+    if folder is None or not folder.is_dir():
+        return entries, ""
+    size, note = 0, ""
+    stack = [("", 0)]
+    while stack and not note:
+        relative, depth = stack.pop()
+        try:
+            children = sorted(os.scandir(folder / relative), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in children:
+            path = os.path.join(relative, entry.name)
+            if len(entries) >= MAX_ENTRIES:
+                note = f"more than {MAX_ENTRIES} files and folders"
+                break
+            if entry.is_symlink():
+                entries.append(("link", path, os.readlink(entry.path)))
+            elif entry.is_dir():
+                if depth + 1 >= MAX_DEPTH:
+                    note = f"folders nested more than {MAX_DEPTH} deep"
+                    break
+                entries.append(("dir", path, None))
+                stack.append((path, depth + 1))
+            elif entry.is_file() and not entry.name.endswith(".ipynb"):
+                size += entry.stat().st_size
+                if size > limit:
+                    note = f"more than {limit / 2**20:g} MiB of files besides the notebooks"
+                    break
+                data = Path(entry.path).read_bytes()
+                entries.append(("file", path, torch.frombuffer(bytearray(data), dtype=torch.uint8)))
+    if note:
+        note = f"the submission folder holds {note}: the rest of it was not given to the answer cells"
+    return entries, note

@@ -40,13 +40,14 @@ import subprocess
 import time
 import traceback
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from posref.grading.report import error_text, same_values
+from posref.grading.scratch import write_files
 
 MAX_FRAME = 256 * 2**20
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
@@ -150,8 +151,12 @@ def _unreadable(value: Any) -> str | None:
         if budget[0] < 0 or depth > 32:
             return f"a structure of more than {MAX_ITEMS} items or 32 levels"
         if isinstance(v, torch.Tensor):
-            if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
-                return f"a {type(v).__name__} (a tensor subclass)"
+            if type(v) is not torch.Tensor:
+                return f"a {type(v).__name__} (a tensor subclass; return a plain tensor)"
+            if v.__dict__:  # attributes set on the tensor, which can replace its methods
+                return f"a tensor carrying attributes ({', '.join(map(str, list(v.__dict__)[:3]))})"
+            if v.requires_grad or v._backward_hooks:
+                return "a tensor that requires grad (return .detach())"
             if v.is_nested:
                 return "a nested tensor"
             if v.layout != torch.strided:
@@ -292,6 +297,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     program = receive()
+    write_files(program.get("files", ()))
     errors = {}
     for index, source in program["cells"]:
         send({"event": "cell", "index": index})
@@ -348,6 +354,11 @@ class Child:
             a start that fails leaves the whole notebook ungraded).
         deadline: a ``time.monotonic()`` time after which the child gets no more time at all (the grader's
             budget for a whole notebook); waiting past it raises ``BudgetSpent``.
+        files: ``[(kind, path, data), ...]`` written into the child's working directory before the first cell
+            (``autograder.sandbox.submission_files``).
+        on_close: called once when the child is closed (or could not be started), after it was killed.
+        launch: ``launch(read_fd, write_fd, shared_fd)`` -> a process (``pid``, ``poll()``, ``wait()``) serving
+            those pipes and that buffer, instead of starting ``command`` (a fork of ``posref.grading.forkserver``: no Python start, no import).
 
     The child announces each cell before running it; only the next cell of ``cells`` is accepted (student code
     can write to the pipe too, and must not restart a cell's clock or put the blame on another cell).
@@ -368,8 +379,11 @@ class Child:
         preexec_fn=None,
         pass_fds: Sequence[int] = (),
         deadline: float | None = None,
+        files: Sequence[tuple[str, str, Any]] = (),
+        on_close: Callable[[], object] | None = None,
+        launch: Callable[[int, int, int], Any] | None = None,
     ) -> None:
-        self.call_timeout, self.deadline = call_timeout, deadline
+        self.call_timeout, self.deadline, self._on_close = call_timeout, deadline, on_close
         self._shared = _sealed_buffer(SHARED_BYTES)
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
@@ -379,20 +393,26 @@ class Child:
         )
         log = open(log_path or os.devnull, "wb")  # noqa: SIM115  (kept for the child's lifetime)
         try:
-            self.process = subprocess.Popen(
-                [*command, "-c", boot],
-                pass_fds=(to_child_r, from_child_w, self._shared, *pass_fds),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,
-                preexec_fn=preexec_fn,
+            self.process = (
+                launch(to_child_r, from_child_w, self._shared)
+                if launch is not None
+                else subprocess.Popen(
+                    [*command, "-c", boot],
+                    pass_fds=(to_child_r, from_child_w, self._shared, *pass_fds),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=cwd,
+                    start_new_session=True,
+                    preexec_fn=preexec_fn,
+                )
             )
         except BaseException:
             for fd in (self._to_child, self._from_child, self._shared):
                 os.close(fd)
+            if on_close is not None:
+                on_close()
             raise
         finally:
             os.close(to_child_r)
@@ -402,7 +422,7 @@ class Child:
         self.cell_errors: dict[int, str] = {}
         self.names: list[str] = []
         try:
-            self._send({"cells": list(cells)})
+            self._send({"cells": list(cells), "files": list(files)})
         except ChildFailed as failure:  # it ended before reading its program (a sandbox that cannot start)
             self.close()
             error = ChildFailed(f"{failure.reason} while starting")
@@ -459,14 +479,11 @@ class Child:
         code = self.process.poll()
         if code is None:
             return "the grading process stopped reading"
+        why = {24: " (CPU time limit)", 9: " (killed: time or memory limit)"}
         if code < 0:
-            return f"the grading process was killed by signal {-code}" + (
-                " (CPU time limit)"
-                if -code == 24
-                else " (killed: time or memory limit)"
-                if -code == 9
-                else ""
-            )
+            return f"the grading process was killed by signal {-code}" + why.get(-code, "")
+        if code - 128 in why:  # bubblewrap's way of saying the process inside was killed by that signal
+            return f"the grading process was killed by signal {code - 128}" + why[code - 128]
         return f"the grading process exited with code {code}"
 
     def _receive(
@@ -651,6 +668,9 @@ class Child:
             except OSError:
                 pass
         self.kill()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def _process_table() -> dict[int, tuple[int, int]]:
@@ -702,10 +722,15 @@ def _sealed_buffer(size: int) -> int:
 
 
 class RemoteFunction:
-    """A student's function by name, called in a ``Child``: behaves like the function for the checkers."""
+    """A student's function by name, called in a ``Child``: behaves like the function for the checkers.
+    ``answered`` counts the calls that returned a value (the grader tells from it whether an error in a check
+    can have come from the child's data)."""
 
     def __init__(self, child: Child, name: str) -> None:
         self.child, self.__name__ = child, name
+        self.answered = 0
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.child.call(self.__name__, args, kwargs)
+        result = self.child.call(self.__name__, args, kwargs)
+        self.answered += 1
+        return result

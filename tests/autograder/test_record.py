@@ -94,7 +94,7 @@ def test_a_cell_that_kills_the_child_is_left_out_and_the_rest_still_runs(tmp_pat
     sandbox = Sandbox()
     problems = []
     program = [(0, "x = 1"), (1, "import os; os._exit(3)"), (2, "def f():\n    return float(x)")]
-    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), problems, timeout=30, budget=120)
+    children = _Children(program, sandbox, sandbox.scratch(tmp_path), problems, timeout=30, budget=120)
     try:
         child = children.get()
         assert "f" in child.names and RemoteFunction(child, "f")() == 1.0
@@ -107,7 +107,7 @@ def test_the_notebook_budget_bounds_the_answer_cells_too(tmp_path):
     sandbox = Sandbox()
     program = [(0, "while True:\n    pass")]
     # the cell's own timeout (300 s) is far beyond the notebook's budget (4 s): only the budget can end it in time
-    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), [], timeout=300, budget=4)
+    children = _Children(program, sandbox, sandbox.scratch(tmp_path), [], timeout=300, budget=4)
     started = time.monotonic()
     try:
         with pytest.raises(BudgetSpent):
@@ -119,7 +119,7 @@ def test_the_notebook_budget_bounds_the_answer_cells_too(tmp_path):
 
 def test_a_check_of_a_function_the_answer_cells_do_not_define_says_so(tmp_path):
     sandbox = Sandbox()
-    children = _Children([(0, "x = 1")], sandbox, sandbox.scratch(None, tmp_path), [], timeout=30, budget=120)
+    children = _Children([(0, "x = 1")], sandbox, sandbox.scratch(tmp_path), [], timeout=30, budget=120)
     try:
         message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
     finally:
@@ -141,7 +141,7 @@ def test_checks_run_hidden_and_speed_checks_against_a_reference_in_a_child_like_
         monkeypatch.setattr(checkers, name, lambda fn, name=name, **kw: seen.setdefault(name, (fn, kw)))
     sandbox = Sandbox()
     program = [(0, "from posref import apply_rope, sinusoidal_pe")]
-    children = _Children(program, sandbox, sandbox.scratch(None, tmp_path), [], timeout=30, budget=120)
+    children = _Children(program, sandbox, sandbox.scratch(tmp_path), [], timeout=30, budget=120)
     try:
         assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == ""
         assert seen["check_sinusoidal_pe"][1] == {"hidden": True, "device": "cpu"}

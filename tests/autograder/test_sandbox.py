@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from course_helpers import needs_bwrap
+from course_helpers import needs_bwrap, plain_child
 
-from autograder.sandbox import Sandbox
+from autograder.sandbox import Sandbox, submission_files
 from posref.grading.remote import Child, ChildFailed
 
 
@@ -17,7 +17,7 @@ def test_the_sandbox_has_no_network_no_other_files_and_writes_only_to_scratch(tm
     secret.parent.mkdir()
     secret.write_text("grades")
     sandbox = Sandbox()
-    work = sandbox.scratch(None, tmp_path / "scratch")
+    work = sandbox.scratch(tmp_path / "scratch")
     probe = f"""
 import os, socket
 found = []
@@ -41,6 +41,8 @@ for path in ["/usr/evil", "/opt/posref/posref/evil.py", {str(tmp_path / "evil")!
 open("allowed.txt", "w").write("scratch is writable")
 def report():
     return ", ".join(found) or "nothing"
+def scratch():
+    return os.getcwd(), open("allowed.txt").read()
 """
     command, cwd, path = sandbox.python_command(work)
     child = Child(
@@ -48,15 +50,16 @@ def report():
     )
     try:
         assert child.call("report", (), {}) == "nothing"
+        assert child.call("scratch", (), {}) == ("/scratch", "scratch is writable")
     finally:
         child.close()
-    assert (work / "allowed.txt").read_text() == "scratch is writable"
-    assert not (tmp_path / "evil").exists()
+    # the working directory is the child's own tmpfs: nothing it writes reaches the grader's disk
+    assert list(work.parent.rglob("allowed.txt")) == [] and not (tmp_path / "evil").exists()
 
 
 def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
     sandbox = Sandbox()
-    work = sandbox.scratch(None, tmp_path)
+    work = sandbox.scratch(tmp_path)
     command, cwd, path = sandbox.python_command(work)
     with pytest.raises(ChildFailed, match="exited with code 3 while running cell 7") as failure:
         Child(
@@ -73,7 +76,7 @@ def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
 def test_the_sandbox_sets_every_limit_drops_root_and_mounts_the_code_read_only(tmp_path):
     # the fork bomb, memory bomb and others of the demo course exercise these only in the slow tests
     sandbox = Sandbox()
-    work = sandbox.scratch(None, tmp_path)
+    work = sandbox.scratch(tmp_path)
     probe = """
 import os, resource, sys
 def limits():
@@ -100,12 +103,48 @@ def limits():
     assert read_only == [True] * 4
 
 
-def test_the_scratch_folder_is_a_copy_of_the_submission_without_its_notebooks(tmp_path):
+def test_the_child_works_on_a_copy_of_the_submission_folder_without_its_notebooks(tmp_path):
     submission = tmp_path / "submission"
-    submission.mkdir()
+    (submission / "data").mkdir(parents=True)
     (submission / "01_order.ipynb").write_text("{}")
+    (submission / "data" / "old.ipynb").write_text("{}")
     (submission / "notes.txt").write_text("mine")
-    work = Sandbox().scratch(submission, tmp_path / "scratch")
-    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
-    (work / "notes.txt").write_text("changed")
+    (submission / "data" / "table.bin").write_bytes(bytes(range(256)))
+    (submission / "gradebook.db").symlink_to(tmp_path / "course" / "gradebook.db")
+    files, note = submission_files(submission, 2**20)
+    assert note == ""
+    code = (
+        "import os\n"
+        "def listing():\n"
+        "    return sorted(os.path.join(r, n) for r, ds, fs in os.walk('.') for n in ds + fs)\n"
+        "def read(path):\n"
+        "    return open(path, 'rb').read().hex()\n"
+        "def change():\n"
+        "    open('notes.txt', 'w').write('changed')\n"
+        "    return os.readlink('gradebook.db')\n"
+    )
+    (tmp_path / "work").mkdir()
+    with plain_child(code, cwd=str(tmp_path / "work"), files=files) as child:
+        assert child.call("listing", (), {}) == [
+            "./data",
+            "./data/table.bin",
+            "./gradebook.db",
+            "./notes.txt",
+        ]
+        assert bytes.fromhex(child.call("read", ("data/table.bin",), {})) == bytes(range(256))
+        assert child.call("change", (), {}) == str(
+            tmp_path / "course" / "gradebook.db"
+        )  # a link, kept as one
     assert (submission / "notes.txt").read_text() == "mine"
+
+
+def test_a_submission_folder_too_big_too_wide_or_too_deep_is_cut_with_a_note(tmp_path):
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "a.bin").write_bytes(b"x" * 1000)
+    (tmp_path / "big" / "b.bin").write_bytes(b"x" * 1000)
+    files, note = submission_files(tmp_path / "big", 1500)
+    assert [f[1] for f in files] == ["a.bin"] and "more than 0.00143051 MiB of files" in note
+    deep = tmp_path / "deep"
+    (deep / "/".join(["d"] * 70)).mkdir(parents=True)
+    files, note = submission_files(deep, 2**20)
+    assert len(files) == 63 and "nested more than 64 deep" in note

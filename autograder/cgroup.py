@@ -1,0 +1,140 @@
+"""One memory cgroup per child: a bound on ALL the memory a child and everything it starts hold.
+
+The address-space limit (``RLIMIT_AS``) is per process and counts mappings only: pages of a tmpfs file, an
+anonymous file (memfd) or a shared-memory segment outlive their mapping, and 64 processes may each map the
+limit. A memory cgroup counts every page charged to its processes (anonymous memory, tmpfs and page cache,
+kernel memory), and its OOM killer ends the child when the limit is reached: the call or cell then fails with
+"killed by signal 9", the grader goes on.
+
+Where one can be had: the grader is root and the memory controller is mounted as cgroup v1 (this course's
+machines and CI); the child's group is made under the grader's own memory cgroup, so it stays inside whatever
+limits the machine already puts on the grader. Elsewhere (an instructor's account without root, a cgroup v2
+machine) ``MemoryGroups.problem`` says why there is none, and the sandbox reports that memory is bounded per
+process only (address space, size-limited tmpfs, and no memfd or System V shared memory: ``seccomp.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+V1_ROOT = Path("/sys/fs/cgroup/memory")
+PREFIX = "posref-child-"
+_NAMES = itertools.count()  # one sequence per grader process, however many Sandbox objects it makes
+
+
+def _own_v1_group() -> Path | None:
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return V1_ROOT / path.lstrip("/")
+    return None
+
+
+def _pids(group: Path) -> list[int]:
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _remove(group: Path, patience: float = 10.0) -> bool:
+    """Kill what is left in ``group`` and remove it; False if it still holds processes after ``patience`` s."""
+    stop = time.monotonic() + patience
+    while True:
+        for pid in _pids(group):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            group.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > stop:
+                return False
+            time.sleep(0.02)
+
+
+class MemoryGroup:
+    """A fresh memory cgroup limited to ``limit`` bytes (swap included where the kernel counts it)."""
+
+    def __init__(self, path: Path, limit: int) -> None:
+        self.path = path
+        path.mkdir()
+        try:
+            (path / "memory.limit_in_bytes").write_text(str(limit))
+            if (path / "memory.memsw.limit_in_bytes").exists():
+                (path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+        except OSError:
+            path.rmdir()
+            raise
+        self._procs = str(path / "cgroup.procs")
+
+    def join(self) -> None:
+        """Move the calling process into the group (run in the forked child before exec)."""
+        self.add(os.getpid())
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into the group (what it allocates from then on counts here)."""
+        fd = os.open(self._procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+
+    @property
+    def peak(self) -> int:
+        """The most memory the group has held, in bytes."""
+        return int((self.path / "memory.max_usage_in_bytes").read_text())
+
+    def remove(self) -> bool:
+        """Kill whatever is still in the group and remove it (False: some process would not go)."""
+        return _remove(self.path)
+
+
+class MemoryGroups:
+    """Makes a ``MemoryGroup`` per child where this machine lets the grader, else says why not (``problem``)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.base, self.problem = self._find()
+        if self.base is not None:
+            self._remove_stale()
+
+    @staticmethod
+    def _find() -> tuple[Path | None, str | None]:
+        if os.geteuid() != 0:
+            return None, "not root (a memory cgroup needs root here)"
+        base = _own_v1_group()
+        if base is None or not base.is_dir():
+            return None, "no cgroup v1 memory controller at /sys/fs/cgroup/memory"
+        probe = base / f"{PREFIX}{os.getpid()}-probe"
+        try:
+            MemoryGroup(probe, 2**30)
+        except OSError as err:
+            return None, f"cannot make a memory cgroup in {base}: {err.strerror or err}"
+        _remove(probe)
+        return base, None
+
+    def _remove_stale(self) -> None:
+        """Groups left by a grader that was killed (its pid is gone)."""
+        for path in self.base.glob(f"{PREFIX}*"):
+            pid = path.name[len(PREFIX) :].split("-")[0]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                _remove(path, patience=1.0)
+
+    def make(self) -> MemoryGroup | None:
+        """A fresh group for one child, or None where there are none."""
+        if self.base is None:
+            return None
+        return MemoryGroup(self.base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}", self.limit)

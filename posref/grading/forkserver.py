@@ -1,0 +1,292 @@
+"""A fork server: one process in a sandbox imports torch once, and every child is a fresh fork of it.
+
+Starting a child used to cost a whole Python start and torch's import (1.5 s of CPU, 3-10 s of wall time on a
+loaded 2-core machine) per notebook and per restart. The fork server is a process started like a child (the
+same sandbox, limits and seccomp filter), which imports what every child imports and then waits. For each child
+the grader sends it two pipe ends and the shared buffer of timed rounds (``SCM_RIGHTS`` over a
+``SOCK_SEQPACKET`` socket) and the server forks; when the fork ends (or is killed), the server ends every other
+process in its PID namespace that the child's user owns (what the child left running) and empties ``/scratch``
+and the private ``/tmp`` and ``/dev/shm`` before it reports the exit status, and it does so again before each
+fork; the fork closes the server's socket and serves the grader exactly as a started child does
+(``remote.serve``). So a child still starts with nothing of another student's: no process (killed), no file
+(removed), no memory (a fork of a server that never ran student code). The server is not dumpable
+(``PR_SET_DUMPABLE`` 0), so a child cannot ptrace it or read its memory to reach the next child; a child that
+kills or stops it costs a restart of the server, nothing more.
+
+The grader side (``ForkServer``) finds each fork's pid as the grader sees it (the server knows only its PID
+namespace's number) from ``/proc/<pid>/status``, so that it can be killed and put into its own memory cgroup
+before its program (and so any student code) is sent. The server reaps its forks and reports their exit status.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+from collections.abc import Callable, Sequence
+
+_PR_SET_DUMPABLE = 4
+EMPTIED = ("/scratch", "/tmp", "/dev/shm")
+WAIT = 30.0  # seconds for the server to report a killed child's end (it checks every 0.05 s)
+
+
+def _dumpable(on: bool) -> None:
+    ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, int(on), 0, 0, 0)
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _returncode(status: int) -> int:
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _clear(folders: Sequence[str]) -> None:
+    """End every process this user may signal here but this one (and the namespace's init), then empty
+    ``folders``."""
+    from posref.grading.scratch import empty
+
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    for folder in folders:
+        if os.access(folder, os.W_OK):
+            empty(folder)
+
+
+def serve_forks(sock_fd: int, work: str) -> None:
+    """The server's loop (in the sandbox): fork a child for each request until the grader closes the socket.
+    ``work``: the children's working directory. Only ever run in a PID namespace of its own (bubblewrap's
+    ``--unshare-pid``): it ends every process of its user it can see."""
+    import posref  # noqa: F401  (what every child imports, once)
+    import posref.grading  # noqa: F401
+    from posref.grading.remote import serve
+
+    _dumpable(False)
+    folders = [work, *(f for f in EMPTIED if f != work)]
+    sock = socket.socket(fileno=sock_fd)
+    _send(sock, {"ready": os.getpid()})
+    child = None
+    while True:
+        readable = select.select([sock], [], [], None if child is None else 0.05)[0]
+        if child is not None:
+            try:
+                pid, status = os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = child, 9
+            if (
+                pid
+            ):  # what it left running ends now, not at the next fork (it would share the CPU with a clock)
+                _clear(folders)
+                _send(sock, {"exited": child, "status": _returncode(status)})
+                child = None
+        if not readable:
+            continue
+        _, fds, _, _ = socket.recv_fds(sock, 16, 3)
+        if len(fds) != 3:  # the grader is gone (or sent nothing usable)
+            return
+        if child is not None:  # the grader waits for a child's end before the next: be sure anyway
+            os.kill(child, signal.SIGKILL)
+            child = None
+        _clear(folders)
+        pid = os.fork()
+        if pid == 0:  # the child: nothing of the server's reaches student code
+            try:
+                sock.close()
+                os.setsid()
+                _dumpable(True)
+                os.chdir(work)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                serve(*fds)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        child = pid
+        _send(sock, {"forked": pid})
+
+
+# ---------------------------------------------------------------- the grader side
+
+
+def _status(pid: int) -> tuple[int, list[int]] | None:
+    """(parent pid, [pid in each PID namespace, outermost first]) of ``pid``, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return None
+    return int(fields["PPid"]), [int(p) for p in fields.get("NSpid", str(pid)).split()]
+
+
+def host_pid(ancestor: int, inner_pid: int) -> int | None:
+    """The pid, as the grader sees it, of the descendant of ``ancestor`` (at most 4 levels down) that its own PID
+    namespace calls ``inner_pid``."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        found = _status(int(name))
+        if found is None or found[1][-1] != inner_pid:
+            continue
+        parent = found[0]
+        for _ in range(4):
+            if parent == ancestor:
+                return int(name)
+            up = _status(parent)
+            if up is None:
+                break
+            parent = up[0]
+    return None
+
+
+class ServerGone(Exception):
+    """The fork server ended or stopped answering."""
+
+
+class ForkedProcess:
+    """A fork of the server, as ``remote.Child`` uses a ``subprocess.Popen``: ``pid`` (as the grader sees it),
+    ``poll()`` and ``wait()`` (the exit status, which the server reports)."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server, self.pid, self.returncode = server, pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.server._collect(self, 0.0)
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.returncode is None:
+            self.server._collect(self, WAIT)
+        return self.returncode
+
+
+class ForkServer:
+    """Starts the server with ``command`` (a sandboxed Python, as for a child) and forks children from it.
+
+    Args:
+        command: the program prefix that starts Python in the sandbox (``python`` its last word).
+        work: the children's working directory, as the server sees it.
+        join: called with each fork's pid before it is handed out (e.g. to put it into a memory cgroup).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        work: str,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        python_path: Sequence[str] = (),
+        preexec_fn: Callable[[], object] | None = None,
+        start_timeout: float = 180.0,
+    ) -> None:
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        boot = (
+            f"import sys; sys.path[:0] = {list(python_path)!r}; "
+            f"from posref.grading.forkserver import serve_forks; serve_forks({theirs.fileno()}, {work!r})"
+        )
+        try:
+            self.process = subprocess.Popen(
+                [*command, "-c", boot],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=preexec_fn,
+            )
+        finally:
+            theirs.close()
+        self.current: ForkedProcess | None = None
+        try:
+            ready = self._receive(start_timeout).get("ready")
+            self.pid = host_pid(self.process.pid, ready) if type(ready) is int else None
+            if self.pid is None:
+                raise ServerGone("the fork server could not be found")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _receive(self, timeout: float | None) -> dict:
+        if not select.select([self._sock], [], [], timeout)[0]:
+            if timeout == 0:
+                return {}
+            raise ServerGone(f"the fork server did not answer within {timeout:g} s")
+        data = self._sock.recv(4096)
+        if not data:
+            raise ServerGone("the fork server ended")
+        message = json.loads(data)
+        if not isinstance(message, dict):
+            raise ServerGone("the fork server sent a malformed message")
+        return message
+
+    def _collect(self, process: ForkedProcess, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the exit status of ``process``."""
+        try:
+            message = self._receive(timeout)
+        except (ServerGone, OSError, ValueError):
+            # the server is gone, or hangs (a child may stop it): its sandbox ends, and every child with it
+            process.returncode = -signal.SIGKILL
+            self.close()
+            return
+        if "exited" in message:
+            process.returncode = int(message["status"])
+
+    def fork(
+        self, to_child_r: int, from_child_w: int, shared: int, join: Callable[[int], object] | None = None
+    ) -> ForkedProcess:
+        """A new child reading ``to_child_r``, writing ``from_child_w`` and sharing the buffer ``shared`` (see
+        ``remote.serve``; all three still the caller's to close)."""
+        if self.current is not None and self.current.returncode is None:
+            try:
+                os.killpg(self.current.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.current.wait()
+        try:
+            socket.send_fds(self._sock, [b"fork"], [to_child_r, from_child_w, shared])
+            forked = self._receive(60.0).get("forked")
+            pid = host_pid(self.pid, forked) if type(forked) is int else None
+            if pid is None:
+                raise ServerGone("the fork server's child could not be found")
+        except (
+            ServerGone,
+            OSError,
+            ValueError,
+        ) as err:  # ended (a child may kill it) or stopped: not used again
+            self.close()
+            raise ServerGone(str(err)) from None
+        self.current = ForkedProcess(self, pid)
+        if join is not None:
+            join(pid)
+        return self.current
+
+    def close(self) -> None:
+        self.current = None
+        self._sock.close()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()

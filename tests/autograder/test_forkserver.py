@@ -1,0 +1,124 @@
+"""Children forked from the worker's fork server start without Python's start or torch's import, and still start
+with nothing of an earlier child's: its processes ended, its files removed, the server out of its reach, the
+limits and the memory cgroup its own."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from autograder.record import _Children
+from autograder.sandbox import Sandbox
+from posref.grading.remote import ChildFailed, RemoteFunction
+
+SANDBOX = Sandbox()
+pytestmark = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")
+
+LITTER = """
+import os, resource, signal, subprocess
+def litter():  # files in every writable place, a process that would outlive the child, a hidden one
+    for folder in (".", "/tmp", "/dev/shm"):
+        try:
+            os.makedirs(f"{folder}/left/deeper")
+            open(f"{folder}/left/deeper/answers.txt", "w").write("42")
+        except OSError:
+            pass
+    subprocess.Popen(["sleep", "600"], start_new_session=True)
+    return 1.0
+def look():
+    files = sorted(os.path.join(r, n) for f in (".", "/tmp", "/dev/shm") for r, ds, fs in os.walk(f) for n in ds + fs)
+    others = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                others.append(open(f"/proc/{pid}/cmdline").read().replace("\\0", " ").strip())
+            except OSError:
+                pass
+    return files, others
+def server_memory():  # the fork server is this process's parent
+    try:
+        open(f"/proc/{os.getppid()}/mem", "rb").read(1)
+        return "read the server's memory"
+    except OSError as err:
+        return type(err).__name__
+def limits():
+    cgroup = [line for line in open("/proc/self/cgroup").read().splitlines() if ":memory:" in line]
+    return resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0], cgroup
+def kill_server():
+    os.kill(os.getppid(), signal.SIGKILL)
+    return 1.0
+"""
+
+
+def _children(tmp_path, files=()) -> _Children:
+    return _Children(
+        [(0, LITTER)], SANDBOX, SANDBOX.scratch(tmp_path), [], timeout=30, budget=120, files=files
+    )
+
+
+def test_a_forked_child_starts_fast_and_clean_after_one_that_littered(tmp_path):
+    first = _children(tmp_path)
+    try:
+        child = first.get()
+        assert child.call("litter", (), {}) == 1.0
+        files, others = child.call("look", (), {})
+        assert "./left/deeper/answers.txt" in files and any(o.startswith("sleep 600") for o in others)
+    finally:
+        first.close()
+    second = _children(tmp_path)
+    started = time.monotonic()
+    try:
+        child = second.get()
+        took = time.monotonic() - started
+        files, others = child.call("look", (), {})
+        assert files == [] and not any("sleep" in o for o in others)
+        assert child.call("server_memory", (), {}) == "PermissionError"
+        address_space, processes, cgroup = child.call("limits", (), {})
+        assert (address_space, processes) == (SANDBOX.limits.address_space, SANDBOX.limits.processes)
+        if SANDBOX.memory.problem is None:  # its own group, not the server's
+            assert len(cgroup) == 1 and "posref-child-" in cgroup[0]
+    finally:
+        second.close()
+    # a fork, not a start (python + torch take seconds): generous, as the machine may be loaded
+    assert took < 30
+
+
+def test_a_child_that_kills_the_server_costs_a_restart_and_nothing_else(tmp_path):
+    children = _children(tmp_path)
+    try:
+        try:  # the server's sandbox ends with the server, and this child with it (maybe after its reply)
+            children.get().call("kill_server", (), {})
+        except ChildFailed:
+            pass
+        children.close()
+        assert RemoteFunction(children.get(), "litter")() == 1.0
+    finally:
+        children.close()
+
+
+def test_a_forked_childs_exit_code_is_reported_with_its_cell(tmp_path):
+    problems = []
+    program = [(0, "x = 1"), (3, "import os; os._exit(3)"), (4, "def f():\n    return float(x)")]
+    children = _Children(program, SANDBOX, SANDBOX.scratch(tmp_path), problems, timeout=30, budget=120)
+    try:
+        assert RemoteFunction(children.get(), "f")() == 1.0
+    finally:
+        children.close()
+    assert problems == ["cell 3 was left out: the grading process exited with code 3 while running cell 3"]
+
+
+def test_a_child_that_stops_the_server_does_not_hang_the_grader(tmp_path, monkeypatch):
+    from posref.grading import forkserver
+
+    monkeypatch.setattr(forkserver, "WAIT", 2.0)
+    code = "import os, signal\ndef stop():\n    os.kill(os.getppid(), signal.SIGSTOP)\n    return 1.0\n"
+    children = _Children([(0, code)], SANDBOX, SANDBOX.scratch(tmp_path), [], timeout=30, budget=120)
+    try:
+        assert RemoteFunction(children.get(), "stop")() == 1.0
+        started = time.monotonic()
+        children.close()  # the server never reports this child's end: it is ended with its sandbox
+        assert time.monotonic() - started < 20
+        assert RemoteFunction(children.get(), "stop")() == 1.0  # a new server
+    finally:
+        children.close()

@@ -1,0 +1,233 @@
+"""What a child cannot take from anyone else: memory (memfd, shared memory, tmpfs, plain allocations in several
+processes), the disk (its working folder is a bounded tmpfs, cleaned without recursion), and a grading of its
+own 0 as "could not grade" (replies are plain data only; the checker tripping over the child's data is a failed
+check)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import seccomp
+from autograder.cgroup import PREFIX
+from autograder.course import REPO
+from autograder.record import _Children, _run_check
+from autograder.sandbox import Limits, Sandbox
+from posref.grading.remote import Child, ChildFailed, StudentError
+from posref.grading.scratch import remove_tree
+
+SANDBOX = Sandbox()
+needs_bwrap = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")
+needs_cgroup = pytest.mark.skipif(
+    SANDBOX.memory.problem is not None, reason=f"no memory cgroup: {SANDBOX.memory.problem}"
+)
+needs_seccomp = pytest.mark.skipif(SANDBOX.seccomp_problem is not None, reason=str(SANDBOX.seccomp_problem))
+
+MiB = 2**20
+
+EATERS = """
+import mmap, os, subprocess, sys
+def memfd(mib):
+    fd = os.memfd_create("eat")
+    for _ in range(mib):
+        os.write(fd, b"x" * 2**20)
+    return "took it"
+def shm(mib):  # System V shared memory: stays allocated after it is detached
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.shmget(0, mib * 2**20, 0o1600) < 0:
+        raise PermissionError(ctypes.get_errno(), "shmget refused")
+    return "took it"
+def tmpfs(path, mib):  # in files of 16 MiB, each under the file-size limit
+    for i in range(mib):
+        with open(f"{path}{i // 16}", "ab") as f:
+            f.write(b"x" * 2**20)
+    return "took it"
+def processes(n, mib):  # each process below the address-space limit, all of them together above the memory
+    code = f"b = bytearray({mib} * 2**20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\nimport time; time.sleep(30)"
+    kids = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+    codes = [k.wait() for k in kids]
+    if any(codes):
+        raise MemoryError(f"exit codes {codes}")
+    return "took it"
+def fine():
+    return 1.0
+"""
+
+
+def _child(sandbox: Sandbox, tmp_path: Path, code: str, **options) -> tuple[Child, object]:
+    group = sandbox.memory.make()
+    command, cwd, path = sandbox.python_command(sandbox.scratch(tmp_path))
+    child = Child(command, [(0, code)], env=sandbox.env(), cwd=cwd, python_path=path, call_timeout=60,
+                  preexec_fn=lambda: sandbox.set_limits(group), on_close=group and group.remove, **options)  # fmt: skip
+    return child, group
+
+
+def _groups() -> list[str]:
+    base = SANDBOX.memory.base
+    return sorted(p.name for p in base.glob(f"{PREFIX}{os.getpid()}-*")) if base else []
+
+
+@needs_seccomp
+def test_memfd_and_system_v_shared_memory_are_refused_and_the_child_goes_on(tmp_path):
+    """Pages of a memfd or a shm segment are not mapped memory: a loop of create / fill / unmap took 1.5 GiB
+    under a 1 GiB address-space limit. Refused, they cost the call that tried, nothing else."""
+    child, _ = _child(SANDBOX, tmp_path, EATERS)
+    try:
+        with pytest.raises(StudentError, match="PermissionError"):
+            child.call("memfd", (64,), {})
+        with pytest.raises(StudentError, match="PermissionError.*shmget refused"):
+            child.call("shm", (64,), {})
+        assert child.call("fine", (), {}) == 1.0
+    finally:
+        child.close()
+
+
+def test_the_seccomp_program_denies_exactly_its_calls_on_each_known_architecture():
+    # 9 instructions of 8 bytes for 3 denied calls; the denied numbers are the kernel's (asm/unistd_64.h)
+    for machine, numbers in [("x86_64", (29, 319, 447)), ("aarch64", (194, 279, 447))]:
+        code = seccomp.program(machine)
+        words = [int.from_bytes(code[i + 4 : i + 8], "little") for i in range(0, len(code), 8)]
+        assert len(code) == 8 * 11 and set(numbers) <= set(words)
+    assert seccomp.program("sparc") is None
+
+
+@needs_bwrap
+@needs_cgroup
+@pytest.mark.parametrize(
+    "call, args",
+    [
+        ("tmpfs", ("/dev/shm/eat", 100)),  # the tmpfs mounts are size-limited, and their pages are memory too
+        ("tmpfs", ("/scratch/eat", 200)),
+        ("processes", (4, 200)),  # 800 MiB over four processes, each far under the address-space limit
+    ],
+)
+def test_a_memory_cgroup_bounds_all_of_a_childs_memory_and_the_grader_goes_on(tmp_path, call, args):
+    sandbox = Sandbox(limits=Limits(memory=320 * MiB, tmp_size=256 * MiB))
+    child, group = _child(sandbox, tmp_path, EATERS)
+    try:
+        try:
+            child.call(call, args, {})
+        except StudentError as refused:  # /dev/shm is not the child's to write to as root; a process killed
+            assert "PermissionError" in str(refused) or "exit codes" in str(refused)
+        else:
+            pytest.fail(f"{call}{args} took its memory")
+    except ChildFailed as killed:
+        assert "killed by signal 9" in killed.reason
+        assert group.peak <= 320 * MiB
+    finally:
+        child.close()
+    assert _groups() == []  # removed with the child
+    again, _ = _child(sandbox, tmp_path, EATERS)
+    try:
+        assert again.call("fine", (), {}) == 1.0
+    finally:
+        again.close()
+
+
+@needs_bwrap
+def test_the_working_folder_is_a_bounded_tmpfs_that_never_reaches_the_grader_disk(tmp_path):
+    """One cell wrote 2.8 GB on the course's disk (the working folder had only a per-file limit)."""
+    sandbox = Sandbox(limits=Limits(scratch_size=32 * MiB))
+    work = sandbox.scratch(tmp_path)
+    child, _ = _child(sandbox, tmp_path, EATERS)
+    try:
+        for name in ("a", "b", "c"):  # each file under the 64 MiB file-size limit, together over the folder's
+            try:
+                child.call("tmpfs", (f"/scratch/{name}", 20), {})
+            except StudentError as full:
+                assert "No space left on device" in str(full)
+                break
+        else:
+            pytest.fail("the working folder took 60 MiB")
+        assert child.call("fine", (), {}) == 1.0
+    finally:
+        child.close()
+    assert [p for p in work.parent.parent.rglob("*") if p.is_file() and p.stat().st_size > MiB] == []
+
+
+def test_a_tree_of_3000_nested_folders_is_removed_without_recursion(tmp_path):
+    """shutil.rmtree raised RecursionError here on Python 3.11 (ignore_errors does not catch it): the submission
+    became "could not grade" and its folder stayed on the disk."""
+    top = tmp_path / "scratch-x"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(3000):  # as a cell makes them (os.makedirs would recurse too)
+            os.mkdir("d", dir_fd=fd)
+            fd, parent = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+            os.close(parent)
+        Path(f"/proc/self/fd/{fd}/f").write_text("x")
+    finally:
+        os.close(fd)
+    outside = tmp_path / "keep.txt"
+    outside.write_text("not the child's")
+    (top / "link").symlink_to(outside)
+    locked = top / "locked"
+    (locked / "inner").mkdir(parents=True)
+    locked.chmod(0)
+    remove_tree(top)
+    assert not top.exists() and outside.read_text() == "not the child's"
+
+
+REPLIES = """
+import torch
+import posref.grading.remote as remote
+remote._plain = lambda value: value  # a child that sends what it likes
+def parameter():
+    p = torch.nn.Parameter(torch.zeros(4, 8))
+    p.detach = "not a method"
+    return p
+def attributes():
+    t = torch.zeros(4, 8)
+    t.detach = "not a method"
+    return t
+def grad():
+    return torch.zeros(4, 8, requires_grad=True)
+"""
+
+
+def test_replies_are_plain_tensors_only():
+    """A result returned as an nn.Parameter whose detach was replaced passed the protocol's checks and made the
+    comparison raise: a wrong answer became "could not grade"."""
+    child = Child([sys.executable, "-I"], [(0, REPLIES)], python_path=[str(REPO)])
+    try:
+        for name, expected in [
+            ("parameter", "a Parameter \\(a tensor subclass"),
+            ("attributes", "a tensor carrying attributes \\(detach\\)"),
+            ("grad", "a tensor that requires grad"),
+        ]:
+            with pytest.raises(StudentError, match=expected):
+                child.call(name, (), {})
+    finally:
+        child.close()
+
+
+def test_a_check_that_trips_over_the_childs_data_is_that_checks_failure(tmp_path, monkeypatch):
+    import posref.grading as checkers
+
+    def tripping(fn, **kwargs):
+        fn(4, 8).no_such_attribute  # noqa: B018  (a checker meeting a value it did not foresee)
+
+    monkeypatch.setattr(checkers, "check_sinusoidal_pe", tripping)
+    children = _Children([(0, "from posref import sinusoidal_pe")], SANDBOX, SANDBOX.scratch(tmp_path), [],
+                         timeout=30, budget=120)  # fmt: skip
+    try:
+        message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
+    finally:
+        children.close()
+    assert message == (
+        "sinusoidal_pe returned something the check could not compare "
+        "(AttributeError: 'Tensor' object has no attribute 'no_such_attribute')"
+    )
+
+
+def test_the_sandbox_says_what_bounds_memory_here():
+    mode = SANDBOX.mode
+    if SANDBOX.memory.problem is None:
+        assert mode.endswith("memory: a memory cgroup of 4 GiB per child")
+    else:
+        assert f"(no memory cgroup: {SANDBOX.memory.problem})" in mode and "per process" in mode
