@@ -164,6 +164,11 @@ class ForkedProcess:
     def __init__(self, server: ForkServer, pid: int) -> None:
         self.server, self.pid, self.returncode = server, pid, None
 
+    def adopted(self, children: dict[int, list[int]]) -> list[int]:
+        """Of ``children`` (pid -> its children's pids), the processes the server's sandbox adopted: what this
+        fork's processes left when their parent ended (the server runs one fork at a time, so they are its)."""
+        return [pid for pid in children.get(self.server.adopter, []) if pid != self.server.pid]
+
     def poll(self) -> int | None:
         if self.returncode is None:
             self.server._collect(self, 0.0)
@@ -218,8 +223,10 @@ class ForkServer:
         try:
             ready = self._receive(start_timeout).get("ready")
             self.pid = host_pid(self.process.pid, ready) if type(ready) is int else None
-            if self.pid is None:
+            found = None if self.pid is None else _status(self.pid)
+            if found is None:
                 raise ServerGone("the fork server could not be found")
+            self.adopter = found[0]  # the sandbox's first process, which adopts orphans
         except BaseException:
             self.close()
             raise

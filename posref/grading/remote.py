@@ -625,6 +625,8 @@ class Child:
             children.setdefault(ppid, []).append(pid)
         root = self.process.pid
         found, todo = set(), [root, *(pid for pid, (_, sid) in table.items() if sid == root)]
+        # a fork of posref.grading.forkserver: what its processes left is adopted outside its own descendants
+        todo += getattr(self.process, "adopted", lambda children: [])(children)
         while todo:
             pid = todo.pop()
             if pid not in found and pid in table:

@@ -4,12 +4,11 @@ limits and the memory cgroup its own."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from autograder.record import _Children
 from autograder.sandbox import Sandbox
+from posref.grading import forkserver
 from posref.grading.remote import ChildFailed, RemoteFunction
 
 SANDBOX = Sandbox()
@@ -24,18 +23,14 @@ def litter():  # files in every writable place, a process that would outlive the
             open(f"{folder}/left/deeper/answers.txt", "w").write("42")
         except OSError:
             pass
-    subprocess.Popen(["sleep", "600"], start_new_session=True)
-    return 1.0
-def look():
+    return subprocess.Popen(["sleep", "600"], start_new_session=True).pid
+def look(sleeper):
     files = sorted(os.path.join(r, n) for f in (".", "/tmp", "/dev/shm") for r, ds, fs in os.walk(f) for n in ds + fs)
-    others = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                others.append(open(f"/proc/{pid}/cmdline").read().replace("\\0", " ").strip())
-            except OSError:
-                pass
-    return files, others
+    try:
+        running = open(f"/proc/{sleeper}/cmdline").read().startswith("sleep")
+    except OSError:
+        running = False
+    return files, running
 def server_memory():  # the fork server is this process's parent
     try:
         open(f"/proc/{os.getppid()}/mem", "rb").read(1)
@@ -45,6 +40,8 @@ def server_memory():  # the fork server is this process's parent
 def limits():
     cgroup = [line for line in open("/proc/self/cgroup").read().splitlines() if ":memory:" in line]
     return resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0], cgroup
+def parent():
+    return open(f"/proc/{os.getppid()}/cmdline").read()
 def kill_server():
     os.kill(os.getppid(), signal.SIGKILL)
     return 1.0
@@ -61,18 +58,17 @@ def test_a_forked_child_starts_fast_and_clean_after_one_that_littered(tmp_path):
     first = _children(tmp_path)
     try:
         child = first.get()
-        assert child.call("litter", (), {}) == 1.0
-        files, others = child.call("look", (), {})
-        assert "./left/deeper/answers.txt" in files and any(o.startswith("sleep 600") for o in others)
+        sleeper = child.call("litter", (), {})
+        assert child.call("look", (sleeper,), {}) == (
+            ["./left", "./left/deeper", "./left/deeper/answers.txt"], True
+        )  # fmt: skip
     finally:
         first.close()
     second = _children(tmp_path)
-    started = time.monotonic()
     try:
         child = second.get()
-        took = time.monotonic() - started
-        files, others = child.call("look", (), {})
-        assert files == [] and not any("sleep" in o for o in others)
+        assert "serve_forks" in child.call("parent", (), {})  # a fork of the server, not a fresh start
+        assert child.call("look", (sleeper,), {}) == ([], False)
         assert child.call("server_memory", (), {}) == "PermissionError"
         address_space, processes, cgroup = child.call("limits", (), {})
         assert (address_space, processes) == (SANDBOX.limits.address_space, SANDBOX.limits.processes)
@@ -80,8 +76,6 @@ def test_a_forked_child_starts_fast_and_clean_after_one_that_littered(tmp_path):
             assert len(cgroup) == 1 and "posref-child-" in cgroup[0]
     finally:
         second.close()
-    # a fork, not a start (python + torch take seconds): generous, as the machine may be loaded
-    assert took < 30
 
 
 def test_a_child_that_kills_the_server_costs_a_restart_and_nothing_else(tmp_path):
@@ -92,7 +86,7 @@ def test_a_child_that_kills_the_server_costs_a_restart_and_nothing_else(tmp_path
         except ChildFailed:
             pass
         children.close()
-        assert RemoteFunction(children.get(), "litter")() == 1.0
+        assert RemoteFunction(children.get(), "litter")() > 0
     finally:
         children.close()
 
@@ -108,17 +102,42 @@ def test_a_forked_childs_exit_code_is_reported_with_its_cell(tmp_path):
     assert problems == ["cell 3 was left out: the grading process exited with code 3 while running cell 3"]
 
 
+@pytest.mark.timeout(300)  # without the fix, closing the child waited for ever
 def test_a_child_that_stops_the_server_does_not_hang_the_grader(tmp_path, monkeypatch):
-    from posref.grading import forkserver
-
     monkeypatch.setattr(forkserver, "WAIT", 2.0)
     code = "import os, signal\ndef stop():\n    os.kill(os.getppid(), signal.SIGSTOP)\n    return 1.0\n"
     children = _Children([(0, code)], SANDBOX, SANDBOX.scratch(tmp_path), [], timeout=30, budget=120)
     try:
         assert RemoteFunction(children.get(), "stop")() == 1.0
-        started = time.monotonic()
-        children.close()  # the server never reports this child's end: it is ended with its sandbox
-        assert time.monotonic() - started < 20
+        children.close()  # the server never reports this child's end: it is ended with its sandbox (no hang)
         assert RemoteFunction(children.get(), "stop")() == 1.0  # a new server
+    finally:
+        children.close()
+
+
+def test_a_forked_childs_processes_include_what_it_left_to_the_sandbox(tmp_path):
+    """A process whose parent ends is adopted by the sandbox's first process, which is not the fork's descendant:
+    the speed check's freeze must still find it (and stop it while the reference is timed)."""
+    code = (
+        "import os, time\n"
+        "def orphan():\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(600)\n"
+        "        os._exit(0)\n"
+        "    os.wait()\n"
+        "    time.sleep(0.5)\n"
+        "    return 1.0\n"
+    )
+    children = _Children([(0, code)], SANDBOX, SANDBOX.scratch(tmp_path), [], timeout=30, budget=120)
+    try:
+        child = children.get()
+        before = child.processes()
+        assert child.call("orphan", (), {}) == 1.0
+        (left,) = (
+            child.processes() - before
+        )  # in a session of its own, a child of the sandbox's first process
+        assert forkserver._status(left)[0] == SANDBOX.fork_server().adopter
     finally:
         children.close()

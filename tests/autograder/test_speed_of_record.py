@@ -27,7 +27,7 @@ def children(tmp_path_factory):
     """One child running ``tests/grading/student_impls.py`` and ``speed_submissions.py`` as its answer cells (the
     reference's child comes with it)."""
     sandbox = Sandbox()
-    scratch = sandbox.scratch(None, tmp_path_factory.mktemp("speed"))
+    scratch = sandbox.scratch(tmp_path_factory.mktemp("speed"))
     program = [(i, path.read_text()) for i, path in enumerate(ANSWERS)]
     kids = _Children(program, sandbox, scratch, [], timeout=120, budget=3600)
     yield kids
@@ -91,7 +91,7 @@ def _state(pid: int) -> str:
 
 def test_every_process_a_child_started_is_stopped_while_frozen_and_runs_again_after(tmp_path):
     sandbox = Sandbox()
-    kids = _Children([(0, SPAWNS)], sandbox, sandbox.scratch(None, tmp_path), [], timeout=60, budget=120)
+    kids = _Children([(0, SPAWNS)], sandbox, sandbox.scratch(tmp_path), [], timeout=60, budget=120)
     child = kids.get()
     try:
         pids = child.processes()
@@ -114,7 +114,7 @@ def test_every_process_a_child_started_is_stopped_while_frozen_and_runs_again_af
 def test_a_rounds_inputs_reach_the_shared_buffer_only_once_the_grader_clock_runs(tmp_path):
     sandbox = Sandbox()
     program = [(0, "def double(y):\n    return y * 2\n")]
-    kids = _Children(program, sandbox, sandbox.scratch(None, tmp_path), [], timeout=60, budget=120)
+    kids = _Children(program, sandbox, sandbox.scratch(tmp_path), [], timeout=60, budget=120)
     child = kids.get()
     chain = Chain(torch.randn(1000))
     seen = []
