@@ -78,7 +78,7 @@ def serve_forks(sock_fd: int, work: str) -> None:
     folders = [work, *(f for f in EMPTIED if f != work)]
     sock = socket.socket(fileno=sock_fd)
     _send(sock, {"ready": os.getpid()})
-    child = None
+    child, forks = None, 0  # forks: the number of the last fork, which tags its messages
     while True:
         readable = select.select([sock], [], [], None if child is None else 0.05)[0]
         if child is not None:
@@ -90,7 +90,7 @@ def serve_forks(sock_fd: int, work: str) -> None:
                 pid
             ):  # what it left running ends now, not at the next fork (it would share the CPU with a clock)
                 _clear(folders)
-                _send(sock, {"exited": child, "status": _returncode(status)})
+                _send(sock, {"exited": forks, "status": _returncode(status)})
                 child = None
         if not readable:
             continue
@@ -116,8 +116,8 @@ def serve_forks(sock_fd: int, work: str) -> None:
                 os._exit(0)
         for fd in fds:
             os.close(fd)
-        child = pid
-        _send(sock, {"forked": pid})
+        child, forks = pid, forks + 1
+        _send(sock, {"forked": pid, "number": forks})
 
 
 # ---------------------------------------------------------------- the grader side
@@ -161,8 +161,8 @@ class ForkedProcess:
     """A fork of the server, as ``remote.Child`` uses a ``subprocess.Popen``: ``pid`` (as the grader sees it),
     ``poll()`` and ``wait()`` (the exit status, which the server reports)."""
 
-    def __init__(self, server: ForkServer, pid: int) -> None:
-        self.server, self.pid, self.returncode = server, pid, None
+    def __init__(self, server: ForkServer, pid: int, number: int) -> None:
+        self.server, self.pid, self.number, self.returncode = server, pid, number, None
 
     def adopted(self, children: dict[int, list[int]]) -> list[int]:
         """Of ``children`` (pid -> its children's pids), the processes the server's sandbox adopted: what this
@@ -220,6 +220,7 @@ class ForkServer:
         finally:
             theirs.close()
         self.current: ForkedProcess | None = None
+        self._ended: dict[int, int] = {}  # fork number -> exit status, read but not yet asked for
         try:
             ready = self._receive(start_timeout).get("ready")
             self.pid = host_pid(self.process.pid, ready) if type(ready) is int else None
@@ -249,16 +250,21 @@ class ForkServer:
         return message
 
     def _collect(self, process: ForkedProcess, timeout: float) -> None:
-        """Wait up to ``timeout`` s for the exit status of ``process``."""
-        try:
-            message = self._receive(timeout)
-        except (ServerGone, OSError, ValueError):
-            # the server is gone, or hangs (a child may stop it): its sandbox ends, and every child with it
-            process.returncode = -signal.SIGKILL
-            self.close()
-            return
-        if "exited" in message:
-            process.returncode = int(message["status"])
+        """Wait up to ``timeout`` s for the exit status of ``process`` (statuses of other forks are kept for them:
+        a message is read once, whichever ``ForkedProcess`` is asking)."""
+        while process.number not in self._ended:
+            try:
+                message = self._receive(timeout)
+            except (ServerGone, OSError, ValueError):
+                # the server is gone, or hangs (a child may stop it): its sandbox ends, and every child with it
+                self.close()
+                self._ended[process.number] = -signal.SIGKILL
+                break
+            if not message:
+                return
+            if type(message.get("exited")) is int:
+                self._ended[message["exited"]] = int(message["status"])
+        process.returncode = self._ended.pop(process.number)
 
     def fork(
         self, to_child_r: int, from_child_w: int, shared: int, join: Callable[[int], object] | None = None
@@ -273,8 +279,12 @@ class ForkServer:
             self.current.wait()
         try:
             socket.send_fds(self._sock, [b"fork"], [to_child_r, from_child_w, shared])
-            forked = self._receive(60.0).get("forked")
-            pid = host_pid(self.pid, forked) if type(forked) is int else None
+            reply = self._receive(60.0)
+            while type(reply.get("exited")) is int:  # an earlier fork's end, kept for whoever asks
+                self._ended[reply["exited"]] = int(reply["status"])
+                reply = self._receive(60.0)
+            forked, number = reply.get("forked"), reply.get("number")
+            pid = host_pid(self.pid, forked) if type(forked) is int and type(number) is int else None
             if pid is None:
                 raise ServerGone("the fork server's child could not be found")
         except (
@@ -284,7 +294,7 @@ class ForkServer:
         ) as err:  # ended (a child may kill it) or stopped: not used again
             self.close()
             raise ServerGone(str(err)) from None
-        self.current = ForkedProcess(self, pid)
+        self.current = ForkedProcess(self, pid, number)
         if join is not None:
             join(pid)
         return self.current
