@@ -70,8 +70,7 @@ def serve_forks(sock_fd: int, work: str) -> None:
     """The server's loop (in the sandbox): fork a child for each request until the grader closes the socket.
     ``work``: the children's working directory. Only ever run in a PID namespace of its own (bubblewrap's
     ``--unshare-pid``): it ends every process of its user it can see."""
-    import posref  # noqa: F401  (what every child imports, once)
-    import posref.grading  # noqa: F401
+    import posref.grading  # noqa: F401  (torch and posref's core: what every child imports, once)
     from posref.grading.remote import serve
 
     _dumpable(False)
