@@ -31,6 +31,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -348,6 +349,25 @@ ALL_CELLS_DONE = """(selector) => {
     const running = prompts.some(p => p.textContent.includes('*'));
     return idle && prompts.length > 0 && !running && document.querySelector(selector) !== null;
 }"""
+
+
+@contextmanager
+def browser_page(chromium: str, home: Path, width: int = 1500, height: int = 1000) -> Iterator:
+    """A page of headless Chromium (HOME at ``home``, 90 s timeouts); the browser is closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium,
+            args=["--disable-dev-shm-usage", "--disable-gpu"],
+            env={**os.environ, "HOME": str(home)},
+        )
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(90_000)
+            yield page
+        finally:
+            browser.close()
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from test_browser import LabServer, chromium  # noqa: F401 (a fixture)
+from test_browser import LabServer, browser_page, chromium  # noqa: F401 (a fixture)
 
 from autograder.start_page import release_start_page, released_start_page
 from posref import launch
@@ -197,8 +197,6 @@ def _tab(page, name: str):
 def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, tmp_path):  # noqa: F811
     """What ``make lab`` shows first: the rendered start page; its link opens 01, 01's link opens 02; the
     Nbgrader menu has the Assignment List and no formgrader."""
-    from playwright.sync_api import sync_playwright
-
     server = LabServer(tmp_path, launcher="posref")
     shutil.rmtree(server.root)
     shutil.copytree(REPO / "notebooks", server.root)
@@ -206,14 +204,7 @@ def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, tmp_path)
     shot_dir.mkdir(parents=True, exist_ok=True)
     try:
         server.start()
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=chromium,
-                args=["--disable-dev-shm-usage", "--disable-gpu"],
-                env={**os.environ, "HOME": str(server.home)},
-            )
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.set_default_timeout(90_000)
+        with browser_page(chromium, server.home) as page:
             try:
                 page.goto(f"{server.url}/?token={server.token}")  # the front door, as `make lab` opens it
                 heading = page.locator(".jp-RenderedMarkdown h1", has_text="Start here")
@@ -235,7 +226,5 @@ def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, tmp_path)
                 page.screenshot(path=str(shot_dir / "start_page_failure.png"))
                 print(f"\nJupyterLab log tail:\n{server.log_tail()}")
                 raise
-            finally:
-                browser.close()
     finally:
         server.stop()
