@@ -74,6 +74,27 @@ class SearchResult:
         }
 
 
+def project_factors(candidate: torch.Tensor, *, low: float, high: float, monotone: bool) -> torch.Tensor:
+    """Factors ``(n,)`` clamped to ``[low, high]`` and, when ``monotone``, made non-decreasing in the pair index by a
+    running maximum (the paper's constraint: a slower pair is interpolated at least as much as a faster one)."""
+    candidate = candidate.clamp(low, high)
+    return torch.cummax(candidate, dim=0).values if monotone else candidate
+
+
+def mutate_factors(
+    parent: torch.Tensor, which: torch.Tensor, noise: torch.Tensor, *, low: float, high: float, monotone: bool
+) -> torch.Tensor:
+    """One mutation of the search -> ``(n,)``: the factors where ``which`` (``(n,)`` bool) is True multiplied by
+    ``exp(noise)`` (``(n,)``, a log-normal step, so a factor stays positive and up and down are equally likely),
+    the others kept, then ``project_factors``. The random draws are arguments, so one step is reproducible."""
+    return project_factors(
+        parent * torch.where(which, noise.exp(), torch.ones_like(noise)),
+        low=low,
+        high=high,
+        monotone=monotone,
+    )
+
+
 class _Search:
     """The population and its bookkeeping (bounds, monotone projection, evaluation cache)."""
 
@@ -85,8 +106,7 @@ class _Search:
         self.scores: dict[tuple[float, ...], float] = {}
 
     def project(self, candidate: torch.Tensor) -> torch.Tensor:
-        candidate = candidate.clamp(self.low, self.high)
-        return torch.cummax(candidate, dim=0).values if self.monotone else candidate
+        return project_factors(candidate, low=self.low, high=self.high, monotone=self.monotone)
 
     def score(self, candidate: torch.Tensor) -> float:
         key = tuple(candidate.tolist())
@@ -106,7 +126,7 @@ class _Search:
         if not bool(which.any()):  # change at least one factor
             which[int(torch.randint(parent.numel(), (1,), generator=self.generator))] = True
         noise = torch.randn(parent.shape, generator=self.generator, dtype=torch.float64) * scale
-        return self.project(parent * torch.where(which, noise.exp(), torch.ones_like(noise)))
+        return mutate_factors(parent, which, noise, low=self.low, high=self.high, monotone=self.monotone)
 
     def crossover(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         take_a = torch.rand(a.shape, generator=self.generator, dtype=torch.float64) < 0.5

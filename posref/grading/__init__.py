@@ -42,6 +42,7 @@ from posref.grading.rope import (
 from posref.grading.rope_analysis import check_p_rope, check_pair_norms, check_score_by_distance
 from posref.grading.scaling import (
     check_frequencies,
+    check_longrope_mutation,
     check_rope_frequencies_dynamic,
     check_rope_frequencies_linear,
     check_rope_frequencies_llama3,
@@ -67,6 +68,7 @@ __all__ = [
     "check_equivariance_error",
     "check_frequencies",
     "check_learned_positions",
+    "check_longrope_mutation",
     "check_nope_handler",
     "check_p_rope",
     "check_pair_norms",

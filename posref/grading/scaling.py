@@ -16,6 +16,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
+from posref.longrope_search import mutate_factors, project_factors
 from posref.scaling import (
     ORIGINAL_LEN_KEY,
     SCALING_METHODS,
@@ -229,3 +230,54 @@ def check_rope_frequencies_ntk_by_parts(fn: Callable, *, hidden: bool = False, d
 def check_rope_frequencies_llama3(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """Llama 3.1's wavelength bands: ``check_frequencies(fn, "llama3")``."""
     check_frequencies(fn, "llama3", hidden=hidden, device=device)
+
+
+@enforce_rules
+def check_longrope_mutation(fn: Callable, *, hidden: bool = False, device=None) -> None:
+    """``fn(parent (n,), which (n,) bool, noise (n,), low, high, monotone)`` -> ``(n,)``: one mutation step of
+    LongRoPE's search (arXiv 2402.13753, Alg. 1), like ``posref.longrope_search.mutate_factors``."""
+    draw = Draw(hidden=hidden, device="cpu")  # factors are search bookkeeping, on the CPU
+    cases = []
+    for i in range(draw.n(3, 16)):
+        n = draw.int(1, 64) if hidden else (8, 6, 16)[i]
+        parent = 1.0 + draw.randn(n, dtype=torch.float64).abs().cumsum(0)  # non-decreasing factors >= 1
+        which = torch.rand(n, generator=draw.tensor_generator) < draw.choice((0.3, 0.5, 1.0))
+        noise = draw.randn(n, dtype=torch.float64, scale=draw.choice((0.1, 0.5, 1.0)))
+        high = draw.choice((4.0, 8.0, 32.0)) if hidden else (8.0, 4.0, 32.0)[i]
+        monotone = bool(draw.int(0, 1)) if hidden else (True, False, True)[i]
+        cases.append(Case((parent, which, noise, 1.0, high, monotone), atol=1e-12, rtol=1e-9))
+
+    def reference(parent, which, noise, low, high, monotone):
+        return mutate_factors(parent, which, noise, low=low, high=high, monotone=monotone)
+
+    def step(change, *, clamp=True, monotone_ok=True):
+        def run(parent, which, noise, low, high, monotone):
+            child = change(parent, which, noise)
+            if not clamp:  # the bounds widened to the child's own range
+                low, high = min(low, float(child.min())), max(high, float(child.max()))
+            return project_factors(child, low=low, high=high, monotone=monotone and monotone_ok)
+
+        return run
+
+    mistakes = {
+        "a mutation multiplies a factor by exp(noise) (a log-normal step), it does not add the noise": step(
+            lambda p, w, z: torch.where(w, p + z, p)
+        ),
+        "only the factors where `which` is True change; the others are kept": step(
+            lambda p, w, z: p * z.exp()
+        ),
+        "after the step, clamp the factors to [low, high]: the search keeps every candidate inside its bounds": step(
+            lambda p, w, z: torch.where(w, p * z.exp(), p), clamp=False
+        ),
+        "when monotone is True, make the factors non-decreasing with a running maximum (torch.cummax), after "
+        "the clamp": step(lambda p, w, z: torch.where(w, p * z.exp(), p), monotone_ok=False),
+    }
+    first_difference(
+        "longrope_mutation",
+        fn,
+        reference,
+        cases,
+        mistakes=mistakes,
+        match_dtype=False,
+        seed=draw.quoted_seed,
+    )

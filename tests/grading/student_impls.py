@@ -425,3 +425,26 @@ def apply_rope_float64_inside(x, cos, sin, layout="half"):
     a, b, rest = _pairs(x.double(), r, layout)
     c, s = cos.double(), sin.double()
     return _join(a * c - b * s, b * c + a * s, rest, layout).to(x.dtype)
+
+
+# ---------------------------------------------------------------- one step of LongRoPE's search (notebook 07)
+
+
+def longrope_mutation_loop(parent, which, noise, low, high, monotone):
+    """Correct: factor by factor, the running maximum kept by hand."""
+    out, best = [], -math.inf
+    for f, w, z in zip(parent.tolist(), which.tolist(), noise.tolist(), strict=True):
+        f = min(max(f * math.exp(z) if w else f, low), high)
+        best = max(best, f) if monotone else f
+        out.append(best)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def longrope_mutation_additive(parent, which, noise, low, high, monotone):
+    child = torch.where(which, parent + noise, parent).clamp(low, high)
+    return child.cummax(0).values if monotone else child
+
+
+def longrope_mutation_unbounded(parent, which, noise, low, high, monotone):
+    child = torch.where(which, parent * noise.exp(), parent)
+    return child.cummax(0).values if monotone else child
