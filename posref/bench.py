@@ -48,6 +48,8 @@ SANE_IMPLS = (
     "apply_rope_float64_inside",
 )
 SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
+ATTENTION_SANE_IMPLS = ("attention_matmul", "attention_einsum", "attention_float64_inside")
+ATTENTION_SLOW_IMPLS = ("attention_loops", "attention_head_query_loops")
 
 
 def interleaved_times(
@@ -306,16 +308,19 @@ def gpu_suite(device: torch.device, *, rounds: int, small: bool = False) -> dict
     return figures
 
 
-def load_student_impls(path: Path) -> dict[str, tuple[str, Callable]] | None:
-    """The calibration's implementations from the tests' student-style file, by kind; None if the file is absent
-    (an installed posref without its source checkout). A name missing from the file is reported and left out."""
+def load_student_impls(
+    path: Path, sane: tuple[str, ...] = SANE_IMPLS, slow: tuple[str, ...] = SLOW_IMPLS
+) -> dict[str, tuple[str, Callable]] | None:
+    """The calibration's implementations (``sane`` and ``slow`` names) from the tests' student-style file, by
+    kind; None if the file is absent (an installed posref without its source checkout). A name missing from the
+    file is reported and left out."""
     if not path.is_file():
         return None
     spec = importlib.util.spec_from_file_location("student_impls", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     impls: dict[str, tuple[str, Callable]] = {}
-    for kind, names in (("sane", SANE_IMPLS), ("slow", SLOW_IMPLS)):
+    for kind, names in (("sane", sane), ("slow", slow)):
         for name in names:
             if hasattr(module, name):
                 impls[name] = (kind, getattr(module, name))
@@ -325,15 +330,15 @@ def load_student_impls(path: Path) -> dict[str, tuple[str, Callable]] | None:
 
 
 def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3) -> dict[str, dict]:
-    """Calibration of the ``apply_rope`` speed budget on ``device`` (``posref.grading.calibration``).
+    """Calibration of the ``apply_rope`` and ``attention`` speed budgets on ``device`` (``posref.grading.calibration``).
 
     Shapes: the checker's shape on this device and, on CUDA, the CPU's and ``CALIBRATION_SHAPE_GPU`` too (the
     CPU shape is launch-bound on a GPU, where a matrix per position can look cheap); ``small``: two tiny shapes.
     The recommendation is the first of these shapes at which the rule proposes a budget. One run is one sample
     of a shared machine's noise: where several runs exist, apply ``propose_budget`` to all their medians.
     """
-    from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget
-    from posref.grading.calibration import calibrate_apply_rope
+    from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget, attention_budget
+    from posref.grading.calibration import calibrate_apply_rope, calibrate_attention
 
     impls = load_student_impls(STUDENT_IMPLS)
     if impls is None:
@@ -358,6 +363,11 @@ def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3
     figures[f"apply_rope budget recommendation {device.type}"] = recommended or {
         "shape": "none: the rule separates sane from slow at none of the shapes timed"
     }
+    attention = load_student_impls(STUDENT_IMPLS, ATTENTION_SANE_IMPLS, ATTENTION_SLOW_IMPLS)
+    shape = (1, 2, 16, 8) if small else attention_budget(device).shape
+    figures[f"attention budget calibration {tuple(shape)} {device.type}"] = calibrate_attention(
+        attention, tuple(shape), device=device, repeats=repeats
+    )
     return figures
 
 

@@ -16,6 +16,7 @@ This package imports the posref core only (never explorers, notebooks or trainin
 """
 
 from posref.grading.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
+from posref.grading.attention_speed import check_scaled_dot_product_attention_speed
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.lab import (
     check_alibi_handler,
@@ -82,6 +83,7 @@ __all__ = [
     "check_rope_frequencies_yarn",
     "check_rope_handler",
     "check_rope_scores",
+    "check_scaled_dot_product_attention_speed",
     "check_score_by_distance",
     "check_shift_matrix",
     "check_sinusoidal_pe",

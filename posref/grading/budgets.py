@@ -57,22 +57,56 @@ APPLY_ROPE_CUDA = Budget(
 )
 
 
-def apply_rope_budget(device: torch.device | str) -> Budget:
-    """The ``apply_rope`` speed budget for ``device``'s type: measured on CPU; on CUDA see ``APPLY_ROPE_CUDA``.
-
-    Other device types (``mps``, ...) have no measurement: they get the CPU budget marked provisional.
-    """
+def _for_device(cpu: Budget, cuda: Budget, device: torch.device | str) -> Budget:
+    """``cpu`` or ``cuda`` by ``device``'s type; other types (``mps``, ...) have no measurement: they get the CPU
+    budget marked provisional."""
     kind = torch.device(device).type
     if kind == "cpu":
-        return APPLY_ROPE_CPU
+        return cpu
     if kind == "cuda":
-        return APPLY_ROPE_CUDA
+        return cuda
     return Budget(
-        max_ratio=APPLY_ROPE_CPU.max_ratio,
-        shape=APPLY_ROPE_CPU.shape,
+        max_ratio=cpu.max_ratio,
+        shape=cpu.shape,
         provisional=True,
         measured=f"not measured on {kind}: the CPU budget stands in",
     )
+
+
+def apply_rope_budget(device: torch.device | str) -> Budget:
+    """The ``apply_rope`` speed budget for ``device``'s type: measured on CPU; on CUDA see ``APPLY_ROPE_CUDA``."""
+    return _for_device(APPLY_ROPE_CPU, APPLY_ROPE_CUDA, device)
+
+
+ATTENTION_CPU = Budget(
+    max_ratio=5.0,
+    shape=(1, 2, 128, 16),
+    measured=(
+        "2-core shared CPU (load average 15-19), torch 2.13, 1 thread, q, k, v (1, 2, 128, 16) float32, causal "
+        "alternating, against posref.scaled_dot_product_attention of main 5d58dfa, timed as check_apply_rope_speed "
+        "(11 rounds of chained calls on fresh inputs), two medians each: matmul 0.79, 0.89; einsum 0.94, 0.64; "
+        "float64 inside 2.08, 1.64; loop over queries (float64) 37.0, 28.2; loop over heads and queries 50.9, "
+        "64.6. propose_budget: ceil(2 * 2.08) = 5, and 3 * 5 = 15 is below the best slow median (28.2). At (1, 4, "
+        "128, 32), one median each: matmul 0.89, einsum 0.90, float64 inside 2.29, loop over queries 19.4, heads "
+        "and queries 56.0 (separable, 1/3.9). At (1, 8, 256, 64) the loop over queries read 10.2 and 10.9 against "
+        "float64 inside's 2.24 and 2.27: not separable (at larger shapes the products' own work hides the loop's "
+        "per-query overhead), hence the small shape."
+    ),
+)
+
+# Not measured on a GPU yet (as APPLY_ROPE_CUDA): replace with the line ``python -m posref.bench --device cuda
+# --suite budgets`` prints.
+ATTENTION_CUDA = Budget(
+    max_ratio=ATTENTION_CPU.max_ratio,
+    shape=ATTENTION_CPU.shape,
+    provisional=True,
+    measured="not measured on CUDA: the CPU budget (ratio and shape) stands in until GPU figures exist",
+)
+
+
+def attention_budget(device: torch.device | str) -> Budget:
+    """01's ``attention`` speed budget (q, k, v all of ``shape``) for ``device``'s type."""
+    return _for_device(ATTENTION_CPU, ATTENTION_CUDA, device)
 
 
 SANE_FACTOR = 2.0

@@ -1,7 +1,8 @@
-"""Calibrating the ``apply_rope`` speed budget: student-style implementations timed as the checker times them.
+"""Calibrating the speed budgets: student-style implementations timed as the checker times them.
 
-Each implementation is checked and timed by ``apply_rope_speed_ratio``, the measurement behind
-``check_apply_rope_speed`` (same chains of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
+Each implementation is checked and timed by its checker's own measurement (``apply_rope_speed_ratio`` behind
+``check_apply_rope_speed``, ``attention_speed_ratio`` behind ``check_scaled_dot_product_attention_speed``: same
+chains of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
 medians go through ``budgets.propose_budget``. ``python -m posref.bench --suite budgets`` runs this on the
 student-style implementations of ``tests/grading/student_impls.py`` and prints the line to paste into ``budgets.py``.
 """
@@ -13,11 +14,13 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from posref.attention import scaled_dot_product_attention
+from posref.grading.attention_speed import attention_speed_chain, attention_speed_ratio
 from posref.grading.budgets import propose_budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
 from posref.grading.rope import apply_rope_speed_chain, apply_rope_speed_ratio
-from posref.grading.timing import seconds_per_call
+from posref.grading.timing import Timing, seconds_per_call
 from posref.kernels import fused_backends
 from posref.rope import apply_rope
 
@@ -48,11 +51,62 @@ def calibrate_apply_rope(
     repeats: int = 3,
     ceiling: float = CEILING,
 ) -> dict[str, float | str]:
+    """``calibrate`` for ``apply_rope`` (``fn(x, cos, sin, layout="half")``, ``x`` of ``shape`` ``(..., T, D)``),
+    with the reference's time per call for each backend of the device."""
+    device = resolve_device(device)
+    draw = Draw(hidden=True, device=device)
+    reference_us = {}
+    for label, fused in _reference_backends(device).items():
+        seconds = seconds_per_call(
+            lambda x, cos, sin, layout, fused=fused: apply_rope(x, cos, sin, layout=layout, fused=fused),
+            lambda: apply_rope_speed_chain(draw, shape),
+            device=device,
+        )
+        reference_us[label] = 1e6 * seconds
+    return calibrate("APPLY_ROPE", "posref.apply_rope", apply_rope_speed_ratio, reference_us, impls, shape,
+                     device=device, repeats=repeats, ceiling=ceiling)  # fmt: skip
+
+
+def calibrate_attention(
+    impls: Mapping[str, tuple[str, Callable[..., torch.Tensor]]],
+    shape: tuple[int, ...],
+    *,
+    device: torch.device | str | None = None,
+    repeats: int = 3,
+    ceiling: float = CEILING,
+) -> dict[str, float | str]:
+    """``calibrate`` for 01's ``attention`` (``fn(q, k, v, causal=False)``, all three of ``shape``)."""
+    device = resolve_device(device)
+    draw = Draw(hidden=True, device=device)
+    seconds = seconds_per_call(
+        scaled_dot_product_attention, lambda: attention_speed_chain(draw, shape), device=device
+    )
+    return calibrate("ATTENTION", "posref.scaled_dot_product_attention", attention_speed_ratio,
+                     {DEFAULT: 1e6 * seconds}, impls, shape, device=device, repeats=repeats,
+                     ceiling=ceiling)  # fmt: skip
+
+
+def calibrate(
+    constant: str,
+    reference: str,
+    ratio_of: Callable[..., tuple[Timing, torch.device]],
+    reference_us: Mapping[str, float],
+    impls: Mapping[str, tuple[str, Callable[..., torch.Tensor]]],
+    shape: tuple[int, ...],
+    *,
+    device: torch.device,
+    repeats: int,
+    ceiling: float,
+) -> dict[str, float | str]:
     """Median ratios of each implementation at ``shape``, the reference's time per call, and a proposed budget.
 
     Args:
-        impls: name -> (``"sane"`` or ``"slow"``, ``fn(x, cos, sin, layout="half")``).
-        shape: ``x``'s shape ``(..., T, D)`` (float32, every dim rotated).
+        constant: the budget's name in ``budgets.py`` without its device (``"APPLY_ROPE"``); reference: what the
+            ratios are against, for the record.
+        ratio_of: the checker's measurement (``apply_rope_speed_ratio``, ``attention_speed_ratio``): checks
+            ``fn`` and times it, ``(fn, device=, shape=, give_up_above=) -> (Timing, device)``.
+        reference_us: the reference's microseconds per call, by backend (``DEFAULT`` first).
+        impls: name -> (``"sane"`` or ``"slow"``, the function).
         repeats: medians measured per implementation (each from ``speed_ratio``'s 11 rounds).
     Returns: figures by name: ``"<name> (<kind>) #<i>"`` the i-th median ratio, ``"<name> seconds"`` the time
     its checks and timing took, ``"reference us per call (<backend>)"``, ``"worst sane median"``, ``"best slow
@@ -60,17 +114,10 @@ def calibrate_apply_rope(
     line"`` (text; empty when there is no proposal). An implementation that fails the correctness check, or
     raises while timed, is reported as ``"<name> (<kind>)"``: ``"not timed: ..."``, and left out of the rule.
     """
-    device = resolve_device(device)
     shape = tuple(shape)
-    figures: dict[str, float | str] = {}
-    draw = Draw(hidden=True, device=device)
-    for label, fused in _reference_backends(device).items():
-        seconds = seconds_per_call(
-            lambda x, cos, sin, layout, fused=fused: apply_rope(x, cos, sin, layout=layout, fused=fused),
-            lambda: apply_rope_speed_chain(draw, shape),
-            device=device,
-        )
-        figures[f"reference us per call ({label})"] = 1e6 * seconds
+    figures: dict[str, float | str] = {
+        f"reference us per call ({label})": us for label, us in reference_us.items()
+    }
     medians: dict[str, dict[str, list[float]]] = {kind: {} for kind in KINDS}
     for name, (kind, fn) in impls.items():
         if kind not in KINDS:
@@ -78,7 +125,7 @@ def calibrate_apply_rope(
         start = time.perf_counter()
         try:
             for i in range(repeats):
-                ratio = apply_rope_speed_ratio(fn, device=device, shape=shape, give_up_above=ceiling)[0].ratio
+                ratio = ratio_of(fn, device=device, shape=shape, give_up_above=ceiling)[0].ratio
                 figures[f"{name} ({kind}) #{i + 1}"] = ratio
                 medians[kind].setdefault(name, []).append(ratio)
         # wrong output, or e.g. out of memory: reported, and the other implementations still count
@@ -102,8 +149,8 @@ def calibrate_apply_rope(
     figures["budgets.py line"] = ""
     if proposal.max_ratio is not None:
         measured = (
-            f"{device_name(device)}, torch {torch.__version__}, x {shape} float32, 11 rounds, against "
-            f"posref.apply_rope ({figures[f'reference us per call ({DEFAULT})']:.0f} us per call); medians: "
+            f"{device_name(device)}, torch {torch.__version__}, inputs {shape} float32, 11 rounds, against "
+            f"{reference} ({figures[f'reference us per call ({DEFAULT})']:.0f} us per call); medians: "
             + "; ".join(
                 f"{name} ({kind}) " + ", ".join(f"{r:.1f}" for r in rs)
                 for kind in KINDS
@@ -112,7 +159,7 @@ def calibrate_apply_rope(
             + f". {proposal.verdict}."
         )
         figures["budgets.py line"] = (
-            f"APPLY_ROPE_{device.type.upper()} = Budget(max_ratio={proposal.max_ratio!r}, shape={shape}, "
+            f"{constant}_{device.type.upper()} = Budget(max_ratio={proposal.max_ratio!r}, shape={shape}, "
             f"measured={measured!r})"
         )
     return figures

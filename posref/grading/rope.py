@@ -8,9 +8,9 @@ import torch
 
 from posref.grading import budgets
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, CheckFailed, difference, first_difference
+from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.rules import enforce_rules
-from posref.grading.timing import Chain, Timing, speed_ratio, timed_outputs
+from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -255,23 +255,11 @@ def _rope_in_float64(y, cos, sin, layout="half"):
     return apply_rope(y.double(), cos, sin, layout=layout, fused=False)
 
 
-def _verify_timed_outputs(name: str, timing: Timing) -> None:
-    """Raise ``CheckFailed`` unless the last output of each of the student's timed rounds is the reference's, to
-    a rounding error per call (computed here in float64, after the clock has stopped). A rotation keeps the size
-    of an error, so a wrong result anywhere in a round shows in its last output."""
-    for number, timed, expected in timed_outputs(timing, _rope_in_float64):
-        # a float32 rounding of a few units per call, of at most the largest position vector's norm
-        scale = float(torch.linalg.vector_norm(timed.chain.start.double(), dim=-1).max())
-        problem = difference(expected, timed.output, atol=4 * _EPS[torch.float32] * timed.calls * scale,
-                             rtol=0.0, match_dtype=False, what="last output")  # fmt: skip
-        if problem is not None:
-            raise CheckFailed(
-                f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each "
-                f"on the previous call's output (layouts alternating), the last output is not the reference's.\n"
-                f"  {problem}\n  Every call must compute its own result: a function that remembers answers, "
-                f"changes what it does on repeated calls or returns a tensor it did not fill is not fast, it is "
-                f"wrong."
-            )
+def _rope_atol(timed: Round) -> float:
+    """A float32 rounding of a few units per call, of at most the largest position vector's norm (a rotation
+    keeps the size of an error, so a wrong result anywhere in a round shows in its last output)."""
+    scale = float(torch.linalg.vector_norm(timed.chain.start.double(), dim=-1).max())
+    return 4 * _EPS[torch.float32] * timed.calls * scale
 
 
 def apply_rope_speed_ratio(
@@ -302,7 +290,7 @@ def apply_rope_speed_ratio(
         device=draw.device,
         give_up_above=give_up_above,
     )
-    _verify_timed_outputs("apply_rope", timing)
+    verify_timed_outputs("apply_rope", timing, _rope_in_float64, _rope_atol, chained="layouts alternating")
     return timing, draw.device
 
 

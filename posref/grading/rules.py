@@ -46,10 +46,12 @@ _ROPE = ("apply_rope", "apply_rope_qk", "RotaryEmbedding", "apply_rope_fused", "
 _FREQUENCIES = ("rope_frequencies", "rope_from_config", "RopeConfig", "SCALING_METHODS", "ntk_base", "yarn_mscale",
                 "dynamic_ntk_alpha")  # fmt: skip
 
+_ATTENTION = Rule(
+    ("scaled_dot_product_attention", "attention_scores"), {"scaled_dot_product_attention": _SDPA}
+)
 RULES: dict[str, Rule] = {
-    "check_attention": Rule(
-        ("scaled_dot_product_attention", "attention_scores"), {"scaled_dot_product_attention": _SDPA}
-    ),
+    "check_attention": _ATTENTION,
+    "check_scaled_dot_product_attention_speed": _ATTENTION,
     "check_equivariance_error": Rule(("equivariance_error", "is_permutation_equivariant")),
     "check_learned_positions": Rule(("LearnedPositionalEmbedding",)),
     "check_sinusoidal_pe": Rule(("sinusoidal_pe", "sinusoidal_frequencies")),

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from posref.grading.remote import RemoteFunction, StudentError, chain_output_problem
-from posref.grading.report import private_copy
+from posref.grading.report import CheckFailed, difference, private_copy
 
 _clock = time.perf_counter  # bound once, at import
 
@@ -216,3 +216,27 @@ def timed_outputs(
         for i in range(round_.calls):
             y = step(y, *chain.args, **chain.kwargs[i % len(chain.kwargs)])
         yield number, round_, y
+
+
+def verify_timed_outputs(
+    name: str,
+    timing: Timing,
+    step: Callable[..., torch.Tensor],
+    atol: Callable[[Round], float],
+    *,
+    chained: str,
+) -> None:
+    """Raise ``CheckFailed`` unless the last output of each of the student's timed rounds is ``step``'s (the
+    reference, run here along the same chain after the clock has stopped) within ``atol(round)``; ``chained``
+    says how the calls of a round vary, for the message."""
+    for number, timed, expected in timed_outputs(timing, step):
+        problem = difference(expected, timed.output, atol=atol(timed), rtol=0.0, match_dtype=False,
+                             what="last output")  # fmt: skip
+        if problem is not None:
+            raise CheckFailed(
+                f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each "
+                f"on the previous call's output ({chained}), the last output is not the reference's.\n"
+                f"  {problem}\n  Every call must compute its own result: a function that remembers answers, "
+                f"changes what it does on repeated calls or returns a tensor it did not fill is not fast, it is "
+                f"wrong."
+            )

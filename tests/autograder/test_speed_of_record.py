@@ -48,6 +48,20 @@ def test_a_vectorised_solution_passes_the_speed_check_of_record(children, name):
     assert _run_check(children, "check_apply_rope_speed", name) == ""
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["attention_loops", "attention_head_query_loops"])
+def test_attention_looping_over_queries_fails_the_speed_check_of_record(children, name):
+    assert _run_check(children, "check_attention", name) == "", "it is correct: only its speed is wrong"
+    message = _run_check(children, "check_scaled_dot_product_attention_speed", name)
+    assert message.startswith("attention is too slow:"), message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["attention_matmul", "attention_float64_inside"])
+def test_vectorised_attention_passes_the_speed_check_of_record(children, name):
+    assert _run_check(children, "check_scaled_dot_product_attention_speed", name) == ""
+
+
 # (function, what it does, correctness message, speed message): "" is a pass, else how the message starts
 BATTERY = [
     ("apply_rope_einsum", "a 2x2 rotation per pair with einsum", "", ""),

@@ -12,6 +12,8 @@ from conftest import fresh_rope_triton
 
 from posref import apply_rope, bench
 from posref.bench import (
+    ATTENTION_SANE_IMPLS,
+    ATTENTION_SLOW_IMPLS,
     SANE_IMPLS,
     SLOW_IMPLS,
     bench_apply_rope,
@@ -96,6 +98,11 @@ def test_budget_calibration_runs_end_to_end_and_writes_its_figures(tmp_path, cap
         assert isinstance(figures["verdict"], str) and "separable" in figures["verdict"]
         assert "proposed budget" in figures and "budgets.py line" in figures
     assert "shape" in saved["figures"]["apply_rope budget recommendation cpu"]
+    attention = saved["figures"]["attention budget calibration (1, 2, 16, 8) cpu"]
+    for name in [*ATTENTION_SANE_IMPLS, *ATTENTION_SLOW_IMPLS]:
+        kind = "sane" if name in ATTENTION_SANE_IMPLS else "slow"
+        assert attention[f"{name} ({kind}) #1"] > 0, attention
+    assert "separable" in attention["verdict"]
     table = capsys.readouterr().out
     assert "apply_rope_position_loop (slow) #1" in table and "verdict" in table
 

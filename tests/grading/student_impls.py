@@ -25,6 +25,39 @@ def attention_loops(q, k, v, causal=False):
     return out
 
 
+def attention_matmul(q, k, v, causal=False):
+    """Correct: the formula as written, a boolean mask built at every call."""
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -math.inf)
+    return torch.softmax(s, -1) @ v
+
+
+def attention_einsum(q, k, v, causal=False):
+    """Correct: einsum for both products, an additive -inf mask."""
+    s = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
+    if causal:
+        s = s + torch.full(s.shape[-2:], -math.inf).triu(1)
+    return torch.einsum("...qk,...kd->...qd", torch.softmax(s, -1), v)
+
+
+def attention_float64_inside(q, k, v, causal=False):
+    """Correct: everything in float64, the result back in q's dtype."""
+    return attention_matmul(q.double(), k.double(), v.double(), causal).to(q.dtype)
+
+
+def attention_head_query_loops(q, k, v, causal=False):
+    """Correct and slow: a Python loop over heads, then over queries, each a softmax over its keys."""
+    out = torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for h in range(q.shape[-3]):
+        for i in range(q.shape[-2]):
+            s = k[..., h, :, :] @ q[..., h, i, :].unsqueeze(-1) / math.sqrt(q.shape[-1])
+            if causal:
+                s[..., i + 1 :, :] = -math.inf
+            out[..., h, i, :] = (torch.softmax(s, -2) * v[..., h, :, :]).sum(-2)
+    return out
+
+
 def attention_no_scale(q, k, v, causal=False):
     s = q @ k.transpose(-1, -2)
     if causal:

@@ -84,3 +84,18 @@ def test_rule_rejects_a_ratio_of_zero_or_below():
         propose_budget([0.0], [50.0])
     with pytest.raises(ValueError, match="finite and positive"):
         propose_budget([1.0], [-3.0])
+
+
+def test_attention_budget_agrees_with_the_rule_on_its_own_recorded_measurements():
+    # the medians quoted in ATTENTION_CPU.measured at its shape (sane; slow)
+    sane, slow = [0.79, 0.89, 0.94, 0.64, 2.08, 1.64], [37.0, 28.2, 50.9, 64.6]
+    assert propose_budget(sane, slow).max_ratio == budgets.ATTENTION_CPU.max_ratio
+    assert budgets.MARGIN * budgets.ATTENTION_CPU.max_ratio <= min(slow)
+    assert propose_budget([2.24, 2.27], [10.2, 10.9]).max_ratio is None  # why not at (1, 8, 256, 64)
+
+
+def test_attention_budget_is_chosen_by_device_type():
+    assert budgets.attention_budget("cpu") is budgets.ATTENTION_CPU
+    assert budgets.attention_budget("cuda:0") is budgets.ATTENTION_CUDA
+    other = budgets.attention_budget("meta")
+    assert other.provisional and other.max_ratio == budgets.ATTENTION_CPU.max_ratio

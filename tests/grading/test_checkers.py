@@ -312,11 +312,25 @@ def test_speed_budget_passes_vectorised_and_fails_a_matrix_per_position():
         grading.check_apply_rope_speed(s.apply_rope_matrix_per_position)
 
 
+@pytest.mark.slow
+def test_attention_speed_budget_passes_vectorised_and_fails_loops_over_queries():
+    grading.check_scaled_dot_product_attention_speed(s.attention_einsum)
+    for slow in (s.attention_loops, s.attention_head_query_loops):
+        with pytest.raises(CheckFailed, match="attention is too slow"):
+            grading.check_scaled_dot_product_attention_speed(slow)
+
+
+def test_attention_speed_check_refuses_a_fast_wrong_answer_before_timing_it():
+    with pytest.raises(CheckFailed, match="attention"):
+        grading.check_scaled_dot_product_attention_speed(s.attention_no_scale)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_checkers_run_on_cuda():
     grading.check_apply_rope(posref.apply_rope, hidden=True, device="cuda")
     grading.check_rope_cos_sin(s.rope_cos_sin_float64, hidden=True, device="cuda")
     grading.check_apply_rope_speed(posref.apply_rope, device="cuda")
+    grading.check_scaled_dot_product_attention_speed(posref.scaled_dot_product_attention, device="cuda")
 
 
 def _linear_closed_form(head_dim, base, params, seq_len=None):

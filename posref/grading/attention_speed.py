@@ -1,0 +1,91 @@
+"""The speed check of notebook 01's ``attention``: timed against ``posref.scaled_dot_product_attention`` as
+``check_apply_rope_speed`` times ``apply_rope`` (``posref.grading.timing``: chains of calls on fresh inputs, the
+timed outputs verified afterwards), within ``budgets.attention_budget``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from posref.attention import scaled_dot_product_attention
+from posref.grading import budgets
+from posref.grading.cases import Draw, resolve_device
+from posref.grading.report import Case, CheckFailed, first_difference
+from posref.grading.rules import enforce_rules
+from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs
+
+
+def attention_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
+    """A timed round's inputs, drawn fresh: ``q``, ``k``, ``v`` float32 of ``shape`` ``(..., H, T, D)``, causal and
+    not alternating from a random first one. Each call's queries are the previous call's output."""
+    q, k, v = (draw.randn(*shape, dtype=torch.float32) for _ in range(3))
+    first = bool(draw.choice((False, True)))
+    return Chain(q, (k, v), ({"causal": first}, {"causal": not first}))
+
+
+def _attention_in_float64(q, k, v, causal=False):
+    return scaled_dot_product_attention(q.double(), k.double(), v.double(), causal=causal)
+
+
+def _attention_atol(timed: Round) -> float:
+    """A float32 rounding of the values, a few hundred units of it per call: an output is a weighted mean of the
+    rows of v, and the next call's softmax damps an error in its queries (by about |k| |v| / sqrt(D) over the
+    spread of the scores), far below a wrong result's size."""
+    return 256 * 2.0**-23 * timed.calls * float(timed.chain.args[1].abs().max())
+
+
+def attention_speed_ratio(
+    fn: Callable[..., torch.Tensor],
+    *,
+    device: torch.device | str | None,
+    shape: tuple[int, ...],
+    give_up_above: float | None,
+    reference: Callable[..., torch.Tensor] | None = None,
+) -> tuple[Timing, torch.device]:
+    """The measurement behind ``check_scaled_dot_product_attention_speed`` (and its calibration): ``fn`` checked
+    against the reference on inputs of ``shape`` (causal and not), timed against ``reference`` (default
+    ``posref.scaled_dot_product_attention``) on fresh chains, every timed round's last output verified."""
+    draw = Draw(hidden=True, device=device)
+    cases = []
+    for causal in (False, True):
+        chain = attention_speed_chain(draw, shape)
+        cases.append(Case((chain.start, *chain.args), {"causal": causal}))
+    first_difference("attention", fn, scaled_dot_product_attention, cases, seed=draw.quoted_seed)
+    timing = speed_ratio(
+        fn,
+        reference or scaled_dot_product_attention,
+        lambda: attention_speed_chain(draw, shape),
+        device=draw.device,
+        give_up_above=give_up_above,
+    )
+    verify_timed_outputs(
+        "attention", timing, _attention_in_float64, _attention_atol, chained="causal alternating"
+    )
+    return timing, draw.device
+
+
+@enforce_rules
+def check_scaled_dot_product_attention_speed(
+    fn: Callable[..., torch.Tensor], *, device=None, reference: Callable[..., torch.Tensor] | None = None
+) -> float:
+    """``fn(q, k, v, causal=False)`` must be within the device's budget of
+    ``posref.scaled_dot_product_attention``'s time (``budgets.attention_budget``: CPU 5x on q, k, v of ``(1, 2,
+    128, 16)``; CUDA provisional), timed as ``check_apply_rope_speed`` times ``apply_rope``. Returns the ratio."""
+    target = resolve_device(device)
+    budget = budgets.attention_budget(target)
+    timing, ran_on = attention_speed_ratio(
+        fn, device=target, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
+    )
+    if timing.ratio > budget.max_ratio:
+        provisional = (
+            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
+        )
+        raise CheckFailed(
+            f"attention is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
+            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, q, k, v of shape "
+            f"{tuple(budget.shape)} float32).{provisional} Compute every query's scores at once (q @ k^T over the "
+            f"last two dims, every head and batch in one product), then one softmax and one product with v: no "
+            f"Python loop over queries, keys or heads."
+        )
+    return timing.ratio
