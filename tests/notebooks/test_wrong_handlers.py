@@ -1,10 +1,12 @@
-"""Score of record of notebooks 06 and 08 with a wrong position handler or drop: it loses exactly its own test
-cell (and its hint names the mistake), every other autograded cell keeps its points.
+"""Score of record of notebooks 02, 03, 06 and 08 with a wrong position module, bias, handler or drop: it loses
+exactly its own test cell (and its hint names the mistake), every other autograded cell keeps its points.
 
 Each submission is the solution with one answer cell rewritten the way a student might get it wrong: in 06, RoPE
 applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is given
 (off by one, and blind to a KV-cache offset), ALiBi with its sign flipped; in 08, a drop that swaps the handler of
-the model it was given instead of a copy's.
+the model it was given instead of a copy's; in 02, a learned table read at arange(T) whatever positions it is
+given; in 03, T5's learned bias with query - key for key - query; in 07, Dynamic NTK with a fixed alpha and a
+mutation that adds the noise.
 """
 
 from __future__ import annotations
@@ -86,15 +88,75 @@ def drop(model):
     return model
 """
 
+TABLE_FROM_ZERO = """
+from torch import nn
+
+
+class LearnedPositions(nn.Module):
+    def __init__(self, max_positions, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(max_positions, dim) * 0.02)
+
+    def forward(self, x, positions):
+        if int(positions.min()) < 0 or int(positions.max()) >= self.weight.shape[0]:
+            raise IndexError(f"position {int(positions.max())} is past the {self.weight.shape[0]} rows")
+        return x + self.weight[: x.shape[1]]
+"""
+
+T5_QUERY_MINUS_KEY = """
+def t5_learned_bias(weight, q_positions, k_positions, bidirectional=True, max_distance=128):
+    rel = q_positions[:, None] - k_positions[None, :]
+    buckets = t5_bucket(rel, bidirectional, weight.shape[0], max_distance)
+    return weight[buckets].permute(2, 0, 1)
+"""
+
+DYNAMIC_FIXED_ALPHA = """
+def dynamic_ntk_frequencies(head_dim, base, params, seq_len=None):
+    return ntk_frequencies(head_dim, base, {"factor": params["factor"]})[0], 1.0
+"""
+
+MUTATION_ADDS_NOISE = """
+def longrope_mutation(parent, which, noise, low, high, monotone):
+    child = torch.where(which, parent + noise, parent).clamp(low, high)
+    return torch.cummax(child, dim=0).values if monotone else child
+"""
+
 WRONG = {
     "values rotated": ("rope_handler", ROTATES_THE_TOKENS, "test_rope_handler", "rotating the token vectors"),
     "positions off by one": ("rope_handler", COUNTS_FROM_ONE, "test_rope_handler", "positions you are given"),
     "alibi sign flipped": ("alibi_handler", ALIBI_SIGN_FLIPPED, "test_alibi_handler", "a penalty"),
     "drop in place": ("drop", DROP_IN_PLACE, "test_drop", "changed the model it was given"),
+    "table read from 0": ("LearnedPositions", TABLE_FROM_ZERO, "test_learned_positions", "not at arange(T)"),
+    "t5 query - key": ("t5_learned_bias", T5_QUERY_MINUS_KEY, "test_t5_learned_bias", "not query - key"),
+    "dynamic with a fixed alpha": (
+        "dynamic_ntk_frequencies",
+        DYNAMIC_FIXED_ALPHA,
+        "test_dynamic_ntk_frequencies",
+        "a fixed alpha = factor",
+    ),
+    "mutation adds the noise": (
+        "longrope_mutation",
+        MUTATION_ADDS_NOISE,
+        "test_longrope_mutation",
+        "add the noise",
+    ),
 }
+NOTEBOOK = {"drop": "08_nope", "LearnedPositions": "02_absolute", "t5_learned_bias": "03_relative"}
+NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07_scaling"}
 TESTS = {
     "06_length": {"test_per_position_loss", "test_rope_handler", "test_alibi_handler"},
     "08_nope": {"test_causal_mean", "test_nope_handler", "test_drop"},
+    "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
+    "03_relative": {"test_alibi_slopes", "test_alibi_bias", "test_t5_bucket", "test_t5_learned_bias"},
+    "07_scaling": {
+        "test_dynamic_ntk_frequencies",
+        "test_linear_frequencies",
+        "test_llama3_frequencies",
+        "test_longrope_mutation",
+        "test_ntk_by_parts_frequencies",
+        "test_ntk_frequencies",
+        "test_yarn_frequencies",
+    },
 }
 
 
@@ -105,7 +167,7 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     answer_id, answer, test_id, hint = WRONG[wrong]
     for key, value in nh.notebook_env(tmp_path).items():
         monkeypatch.setenv(key, value)
-    notebook = "08_nope" if answer_id == "drop" else "06_length"
+    notebook = NOTEBOOK.get(answer_id, "06_length")
     source = nh.source(notebook)
     nb = nbformat.read(source, as_version=4)
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == answer_id]
