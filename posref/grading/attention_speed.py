@@ -5,15 +5,16 @@ timed outputs verified afterwards), within ``budgets.attention_budget``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
 from posref.attention import scaled_dot_product_attention
 from posref.grading import budgets
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, CheckFailed, first_difference
+from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs
+from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
 
 
 def attention_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
@@ -73,19 +74,16 @@ def check_scaled_dot_product_attention_speed(
     ``posref.scaled_dot_product_attention``'s time (``budgets.attention_budget``: CPU 5x on q, k, v of ``(1, 2,
     128, 16)``; CUDA provisional), timed as ``check_apply_rope_speed`` times ``apply_rope``. Returns the ratio."""
     target = resolve_device(device)
-    budget = budgets.attention_budget(target)
-    timing, ran_on = attention_speed_ratio(
-        fn, device=target, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
+    return within_budget(
+        "attention",
+        partial(attention_speed_ratio, fn),
+        budgets.attention_budget(target),
+        target,
+        inputs="q, k, v",
+        advice=(
+            "Compute every query's scores at once (q @ k^T over the "
+            "last two dims, every head and batch in one product), then one softmax and one product with v: no "
+            "Python loop over queries, keys or heads."
+        ),
+        reference=reference,
     )
-    if timing.ratio > budget.max_ratio:
-        provisional = (
-            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
-        )
-        raise CheckFailed(
-            f"attention is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
-            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, q, k, v of shape "
-            f"{tuple(budget.shape)} float32).{provisional} Compute every query's scores at once (q @ k^T over the "
-            f"last two dims, every head and batch in one product), then one softmax and one product with v: no "
-            f"Python loop over queries, keys or heads."
-        )
-    return timing.ratio

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
 from posref.grading import budgets
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, CheckFailed, first_difference
+from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs
+from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -308,18 +309,15 @@ def check_apply_rope_speed(
     one that runs under the same conditions as ``fn``). Returns the ratio.
     """
     target = resolve_device(device)
-    budget = budgets.apply_rope_budget(target)
-    timing, ran_on = apply_rope_speed_ratio(
-        fn, device=target, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
+    return within_budget(
+        "apply_rope",
+        partial(apply_rope_speed_ratio, fn),
+        budgets.apply_rope_budget(target),
+        target,
+        inputs="x",
+        advice=(
+            "Rotate all positions at once with elementwise products (x * cos + rotate(x) "
+            "* sin): no Python loop over positions and no (D, D) rotation matrix per position."
+        ),
+        reference=reference,
     )
-    if timing.ratio > budget.max_ratio:
-        provisional = (
-            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
-        )
-        raise CheckFailed(
-            f"apply_rope is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
-            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, x of shape {tuple(budget.shape)} "
-            f"float32).{provisional} Rotate all positions at once with elementwise products (x * cos + rotate(x) "
-            f"* sin): no Python loop over positions and no (D, D) rotation matrix per position."
-        )
-    return timing.ratio

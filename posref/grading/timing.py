@@ -240,3 +240,23 @@ def verify_timed_outputs(
                 f"changes what it does on repeated calls or returns a tensor it did not fill is not fast, it is "
                 f"wrong."
             )
+
+
+def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]], budget: Any, device: Any,
+                  *, inputs: str, advice: str, reference: Callable[..., Any] | None) -> float:  # fmt: skip
+    """The ratio ``measure(fn's timing)`` gives at ``budget.shape`` on ``device``; ``CheckFailed`` saying how slow
+    ``name`` was, on what ``inputs`` (the budget's shape follows), and the ``advice``, when it is over
+    ``budget.max_ratio``. ``measure`` is a checker's ``<name>_speed_ratio`` with its function bound."""
+    timing, ran_on = measure(
+        device=device, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
+    )
+    if timing.ratio > budget.max_ratio:
+        provisional = (
+            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
+        )
+        raise CheckFailed(
+            f"{name} is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
+            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, {inputs} of shape "
+            f"{tuple(budget.shape)} float32).{provisional} {advice}"
+        )
+    return timing.ratio
