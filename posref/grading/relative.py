@@ -134,6 +134,7 @@ def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
         mistakes=mistakes,
         accept=lambda rel, **kw: [_bucket_float64(rel, **kw)],
         seed=draw.quoted_seed,
+        elementwise_in=(0, "relative_position"),
     )
 
 

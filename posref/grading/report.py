@@ -176,6 +176,7 @@ def difference(
     at_least_float32: bool = False,
     accept: Sequence[Any] = (),
     what: str = "output",
+    inputs: tuple[str, torch.Tensor] | None = None,
 ) -> str | None:
     """None if ``got`` matches ``expected`` (elementwise, or any of the alternatives in ``accept``), else why not.
 
@@ -183,6 +184,8 @@ def difference(
     correct outputs (e.g. the same formula in another precision): each element may match any of them.
     ``at_least_float32`` (with ``match_dtype=False``): any float dtype is accepted except float16 and bfloat16,
     which are said to be too coarse instead of being reported as a list of rounding errors.
+    ``inputs`` (name, tensor of the output's shape): the input each output element was computed from; the
+    message quotes its value where the largest error is (a bucket is explained by its distance, not its index).
     """
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
@@ -213,6 +216,7 @@ def difference(
         at_least_float32=at_least_float32,
         accept=accept,
         what=what,
+        inputs=inputs,
     )
 
 
@@ -251,6 +255,7 @@ def _tensor_difference(
     at_least_float32: bool = False,
     accept: Sequence[Any],
     what: str,
+    inputs: tuple[str, torch.Tensor] | None = None,
 ) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"{what}: expected a torch.Tensor, got {_kind(got)}"
@@ -293,6 +298,8 @@ def _tensor_difference(
     )
     n_bad, n = int(bad.sum()), bad.numel()
     a, r = _tol(expected.dtype, atol, rtol)
+    if inputs is not None and tuple(inputs[1].shape) == tuple(expected.shape):
+        where = f"{where} ({inputs[0]} = {_fmt(inputs[1].reshape(-1)[flat].item())})"
     return (
         f"{what}: {n_bad} of {n} values differ (tolerance |got - expected| <= {_fmt(a)} + {_fmt(r)} * |expected|)\n"
         f"    expected {_sample(e64)}\n"
@@ -331,6 +338,7 @@ def first_difference(
     at_least_float32: bool = False,
     accept: Callable[..., Sequence[Any]] | None = None,
     seed: int | None = None,
+    elementwise_in: tuple[int, str] | None = None,
 ) -> None:
     """Raise ``CheckFailed`` on the first case where ``fn`` differs from ``reference``; return None if none does.
 
@@ -341,6 +349,8 @@ def first_difference(
         at_least_float32: with ``match_dtype=False``, reject float16/bfloat16 outputs by name (see ``difference``).
         accept: ``accept(*args, **kwargs)`` -> other correct outputs for that case (see ``difference``).
         seed: the seed the cases were drawn from, quoted so that a failing hidden case can be reproduced.
+        elementwise_in: (position, name) of the argument the output is elementwise in: a failure quotes its
+            value where the largest error is.
     """
     for i, case in enumerate(cases):
         expected = call(reference, case)
@@ -367,6 +377,7 @@ def first_difference(
             match_dtype=match_dtype,
             at_least_float32=at_least_float32,
             accept=alternatives,
+            inputs=None if elementwise_in is None else (elementwise_in[1], case.args[elementwise_in[0]]),
             **tol,
         )
         changed = _changed_inputs(case, args, kwargs)

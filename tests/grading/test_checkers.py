@@ -4,6 +4,7 @@ with the hint that names it (the hint comes from recognising the mistake, so the
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import student_impls as s
@@ -503,3 +504,20 @@ def test_a_lost_sign_of_k_is_not_called_a_sign_of_the_sine_entries(hidden):
         grading.check_shift_matrix(s.shift_matrix_abs_k, hidden=hidden)
     assert "the sign of k is lost (abs(k))" in str(failure.value)
     assert "check the sign of the sine entries" not in str(failure.value)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_wrong_bucket_is_quoted_with_its_relative_position(hidden):
+    # the index into a (10001,) tensor of distances does not say which distance failed: its value does
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_t5_bucket(s.t5_bucket_unclipped, hidden=hidden)
+    found = re.search(r"\(relative_position = (-?\d+)\): expected (\d+), got (\d+)", str(failure.value))
+    assert found, str(failure.value)
+    rel, expected, got = (torch.tensor([int(v)]) for v in found.groups())
+    kwargs = {"bidirectional": "bidirectional=False" not in str(failure.value)}
+    for name in ("num_buckets", "max_distance"):
+        given = re.search(rf"{name}=(\d+)", str(failure.value))
+        if given:
+            kwargs[name] = int(given.group(1))
+    assert torch.equal(posref.t5_relative_position_bucket(rel, **kwargs), expected)
+    assert torch.equal(s.t5_bucket_unclipped(rel, **kwargs), got)
