@@ -1,0 +1,67 @@
+"""The exercise text states what its checker holds an answer to: the output dtype it accepts, the input's dtype it
+keeps, and (once per notebook, in the rules cell) that a graded function leaves its tensor arguments unchanged."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+import torch
+
+import posref
+from autograder.course import REPO
+from posref import grading
+from posref.grading import CheckFailed
+
+NOTEBOOKS = sorted((REPO / "solutions").glob("0*/*.ipynb"))
+
+
+def _exercise_text(notebook: str, grade_id: str) -> str:
+    """The markdown cell just above the answer cell ``grade_id``."""
+    cells = nbformat.read(REPO / "solutions" / notebook / f"{notebook}.ipynb", as_version=4).cells
+    (i,) = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    return next(c.source for c in reversed(cells[:i]) if c.cell_type == "markdown")
+
+
+FLOAT64_OUTPUTS = [
+    ("02_absolute", "sinusoidal_pe", grading.check_sinusoidal_pe, lambda n, d, base=10000.0: (
+        posref.sinusoidal_pe(n, d, base=base).double())),
+    ("02_absolute", "shift_matrix", grading.check_shift_matrix, lambda k, d, base=10000.0: (
+        posref.sinusoidal_shift_matrix(k, d, base=base, dtype=torch.float64))),
+    ("03_relative", "alibi_slopes", grading.check_alibi_slopes, lambda n: posref.alibi_slopes(n, dtype=torch.float64)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("notebook", "grade_id", "check", "fn"), FLOAT64_OUTPUTS, ids=lambda v: str(v)[:20])
+def test_a_float32_exercise_that_accepts_float64_says_so(notebook, grade_id, check, fn):
+    check(fn)  # a correct float64 answer earns the points...
+    text = _exercise_text(notebook, grade_id)
+    assert "float32" in text
+    assert "float64 is accepted too" in text, text  # ...so the text that asks for float32 must not refuse it
+
+
+def test_pair_norms_says_it_keeps_the_inputs_dtype():
+    def float32_out(x, layout="half"):
+        a, b = x.chunk(2, -1) if layout == "half" else (x[..., 0::2], x[..., 1::2])
+        return (a.float() ** 2 + b.float() ** 2).sqrt()
+
+    with pytest.raises(CheckFailed, match="the input's dtype"):
+        grading.check_pair_norms(float32_out)
+    assert "in `x`'s dtype" in _exercise_text("05_rope_analysis", "pair_norms")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_rules_cell_states_that_inputs_stay_unchanged(path):
+    (rules,) = [
+        c.source for c in nbformat.read(path, as_version=4).cells if "**Rules for answers.**" in c.source
+    ]
+    assert "leave its tensor arguments as they were" in rules
+    assert "work on new tensors" in rules
+
+
+def test_a_right_answer_that_changes_its_input_fails_as_the_rules_cell_says():
+    def pair_norms_in_place(x, layout="half"):
+        a, b = x.chunk(2, -1) if layout == "half" else (x[..., 0::2], x[..., 1::2])
+        return a.mul_(a).add_(b * b).sqrt()
+
+    with pytest.raises(CheckFailed, match="changes its input in place"):
+        grading.check_pair_norms(pair_norms_in_place)
