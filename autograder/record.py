@@ -27,7 +27,8 @@ from autograder.course import NOTEBOOK_TIMEOUT
 from autograder.sandbox import Sandbox, submission_files
 from posref.grading import rules
 from posref.grading.forkserver import ServerGone
-from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError, student_text
+from posref.grading.plain_data import student_text
+from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError
 from posref.grading.scratch import remove_tree
 
 MAX_RESTARTS = 6

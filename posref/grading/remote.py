@@ -34,25 +34,31 @@ import math
 import mmap
 import os
 import select
-import signal
 import struct
 import subprocess
 import time
 import traceback
-import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
 
+from posref.grading.plain_data import (
+    chain_output_problem,
+    from_wire,
+    plain,
+    stored_zip,
+    student_text,
+    tensor_arguments,
+    to_wire,
+    unreadable,
+)
+from posref.grading.processes import frozen, process_tree
 from posref.grading.report import error_text, same_values
 from posref.grading.scratch import write_files
 
 MAX_FRAME = 256 * 2**20
-# items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
-MAX_ITEMS = 10_000
-MAX_TEXT = 2000  # characters of the child's text (an error message, a cell error) kept in a message
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
 _ALIGN = 64
 _HEADER = struct.Struct("<Q")
@@ -120,136 +126,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def student_text(value: Any) -> str:
-    """The child's text as it may appear in a message, a feedback page, a CSV or the instructor's terminal: at
-    most ``MAX_TEXT`` characters, control characters (ANSI escapes, carriage returns, NUL) shown as ``?``."""
-    text = (value if isinstance(value, str) else f"<a {type(value).__name__}>")[: MAX_TEXT + 1]
-    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " [...]"
-
-
-def _stored_zip(data: bytes) -> str | None:
-    """None if ``data`` is a zip whose entries are all stored uncompressed (as ``torch.save`` writes them), else
-    why not: a deflated entry could unpack to far more than ``MAX_FRAME`` in the grader (a zip bomb)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for info in archive.infolist():
-                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
-                    return f"a compressed entry {info.filename[:80]!r}"
-    except (zipfile.BadZipFile, ValueError, OSError) as err:
-        return f"not a torch.save archive ({type(err).__name__})"
-    return None
-
-
-def _unreadable(value: Any) -> str | None:
-    """None if the grader can compare ``value`` (dense tensors, 64-bit numbers, strings, None, and tuples/lists of
-    them, at most ``MAX_ITEMS`` items), else what it is, in words a student can act on."""
-    budget = [MAX_ITEMS]
-
-    def walk(v: Any, depth: int) -> str | None:
-        budget[0] -= 1
-        if budget[0] < 0 or depth > 32:
-            return f"a structure of more than {MAX_ITEMS} items or 32 levels"
-        if isinstance(v, torch.Tensor):
-            if type(v) is not torch.Tensor:
-                return f"a {type(v).__name__} (a tensor subclass; return a plain tensor)"
-            if v.__dict__:  # attributes set on the tensor, which can replace its methods
-                return f"a tensor carrying attributes ({', '.join(map(str, list(v.__dict__)[:3]))})"
-            if v.requires_grad or v._backward_hooks:
-                return "a tensor that requires grad (return .detach())"
-            if v.is_nested:
-                return "a nested tensor"
-            if v.layout != torch.strided:
-                return f"a tensor with layout {v.layout} (return a dense tensor: .to_dense())"
-            if v.is_quantized:
-                return f"a quantized tensor ({v.dtype}; return .dequantize())"
-            if v.device.type == "meta":
-                return "a tensor on the meta device (it has no values)"
-            return None
-        if v is None or type(v) in (bool, float, str):
-            return None
-        if type(v) is int:
-            return None if -(2**63) <= v < 2**63 else "an integer that does not fit in 64 bits"
-        if type(v) in (tuple, list):
-            for item in v:
-                problem = walk(item, depth + 1)
-                if problem:
-                    return problem
-            return None
-        return f"a {type(v).__name__}"
-
-    return walk(value, 0)
-
-
-def _wire(value: Any) -> Any:
-    """Arguments to plain data: tensors move to the CPU's format as they are; probes travel as their weights."""
-    if hasattr(value, "to_wire"):
-        return value.to_wire()
-    if isinstance(value, tuple):
-        return tuple(_wire(v) for v in value)
-    if isinstance(value, list):
-        return [_wire(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _wire(v) for k, v in value.items()}
-    return value
-
-
 # ---------------------------------------------------------------- the child side
-
-
-def _unwire(value: Any) -> Any:
-    if isinstance(value, dict) and "__probe__" in value:
-        from posref.grading.order import Probe
-
-        return Probe(value["__probe__"], value["weight"])
-    if isinstance(value, tuple):
-        return tuple(_unwire(v) for v in value)
-    if isinstance(value, list):
-        return [_unwire(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _unwire(v) for k, v in value.items()}
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """A result the grader can read: tensors (detached), numbers, strings, None, and tuples/lists of them."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach()
-        return value if type(value) is torch.Tensor else value.as_subclass(torch.Tensor)
-    if isinstance(value, (tuple, list)):
-        return (tuple if isinstance(value, tuple) else list)(_plain(v) for v in value)
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    for kind in (int, float, str):  # subclasses (numpy.float64 is a float) travel as the plain type
-        if isinstance(value, kind):
-            return kind(value)
-    try:
-        import numpy
-
-        if isinstance(value, numpy.ndarray | numpy.generic):
-            return {"__unreadable__": f"a numpy {type(value).__name__}; return a torch tensor (or a float)"}
-    except ImportError:
-        pass
-    return {"__unreadable__": f"a {type(value).__name__}"}
-
-
-def _tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.Tensor]]:
-    """The call's tensor arguments with where they were given: a position in ``args`` or a name in ``kwargs``."""
-    given = list(enumerate(args)) + list(kwargs.items())
-    return [(where, value) for where, value in given if isinstance(value, torch.Tensor)]
-
-
-def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
-    """None if ``y`` can be the next call's input in a timed chain (a plain tensor of ``like``'s shape, dtype and
-    device), else what the function returned instead."""
-    if type(y) is not torch.Tensor:
-        return f"returned a {type(y).__name__}, not a torch.Tensor"
-    if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
-        return (
-            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, not one like its input "
-            f"({like.dtype} {tuple(like.shape)} on {like.device})"
-        )
-    return None
 
 
 def _shared_tensor(shared: mmap.mmap, spec: Any) -> Any:
@@ -320,10 +197,10 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             if "chain" in request:
                 send(_run_chain_here(fn, request, shared))
                 continue
-            args, kwargs = _unwire(request["args"]), _unwire(request["kwargs"])
-            given = _tensor_arguments(args, kwargs)
+            args, kwargs = from_wire(request["args"]), from_wire(request["kwargs"])
+            given = tensor_arguments(args, kwargs)
             before = [value.clone() for _, value in given]
-            result = {"ok": _plain(fn(*args, **kwargs))}
+            result = {"ok": plain(fn(*args, **kwargs))}
             # what the call changed in place travels back, so the grader sees it as if the call had been local
             changed = {
                 where: value.detach()
@@ -508,7 +385,7 @@ class Child:
         except EOFError:
             self.process.wait()
             raise ChildFailed(self._ended()) from None
-        problem = _stored_zip(data)
+        problem = stored_zip(data)
         if problem is not None:
             self.kill()
             raise ChildFailed(f"the grading process sent an unreadable message ({problem})")
@@ -525,7 +402,7 @@ class Child:
         return message
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        self._send({"call": name, "args": _wire(args), "kwargs": _wire(kwargs)})
+        self._send({"call": name, "args": to_wire(args), "kwargs": to_wire(kwargs)})
         reply = self._receive(self.call_timeout)
         if "error" in reply:
             raise StudentError(student_text(reply["error"]))
@@ -533,7 +410,7 @@ class Child:
         if type(result) is dict and "__unreadable__" in result:
             what = student_text(result["__unreadable__"])
         else:
-            what = _unreadable(result)
+            what = unreadable(result)
         if what is not None:
             raise StudentError(f"returned {what}, which the grader does not read", raised=False)
         self._change_in_place(args, kwargs, reply.get("changed", {}))
@@ -597,8 +474,8 @@ class Child:
     def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:
         """Write what the call changed in the child's copies of the arguments into the grader's own, so that a
         checker sees a function that modifies its input in place exactly as it would see it called locally."""
-        given = dict(_tensor_arguments(args, kwargs))
-        if type(changed) is not dict or not set(changed) <= set(given) or _unreadable(list(changed.values())):
+        given = dict(tensor_arguments(args, kwargs))
+        if type(changed) is not dict or not set(changed) <= set(given) or unreadable(list(changed.values())):
             raise StudentError("reported changes to arguments the grader never sent", raised=False)
         for where, value in changed.items():
             target = given[where]
@@ -616,40 +493,13 @@ class Child:
                 target.copy_(value)
 
     def processes(self) -> set[int]:
-        """The pids of the child and of every process it started: its descendants, and what is left in its session
-        (a process whose parent died is adopted by the sandbox's first process, or, without the sandbox, by some
-        other process: then its session still tells)."""
-        table = _process_table()
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _) in table.items():
-            children.setdefault(ppid, []).append(pid)
-        root = self.process.pid
-        found, todo = set(), [root, *(pid for pid, (_, sid) in table.items() if sid == root)]
-        # a fork of posref.grading.forkserver: what its processes left is adopted outside its own descendants
-        todo += getattr(self.process, "adopted", lambda children: [])(children)
-        while todo:
-            pid = todo.pop()
-            if pid not in found and pid in table:
-                found.add(pid)
-                todo += children.get(pid, [])
-        return found
+        """The pids of the child and of every process it started (see ``processes.process_tree``)."""
+        return process_tree(self.process.pid, getattr(self.process, "adopted", None))
 
-    @contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Every process of the child stopped (SIGSTOP, which no process can catch) for the block, then resumed:
-        while the reference is timed, nothing of the student's can take the CPU from it. Stopping repeats until a
-        look at the process table finds no process it has not stopped (a stopped process cannot fork)."""
-        stopped: set[int] = set()
-        try:
-            while new := self.processes() - stopped:
-                for pid in new:
-                    _signal(pid, signal.SIGSTOP)
-                stopped |= new
-                _wait_stopped(new)
-            yield
-        finally:
-            for pid in stopped:
-                _signal(pid, signal.SIGCONT)
+    def frozen(self) -> AbstractContextManager[None]:
+        """Every process of the child stopped for the block, then resumed: while the reference is timed, nothing of
+        the student's can take the CPU from it (see ``processes.frozen``)."""
+        return frozen(self.processes)
 
     @property
     def alive(self) -> bool:
@@ -673,45 +523,6 @@ class Child:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
-
-
-def _process_table() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, session id) of every process this process can see, from ``/proc``."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:  # it ended meanwhile
-                continue
-            table[int(entry)] = (int(fields[1]), int(fields[3]))
-    return table
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _wait_stopped(pids: set[int], timeout: float = 2.0) -> None:
-    """Until every one of ``pids`` is stopped or gone (a signal takes effect when the process next runs)."""
-    deadline = time.monotonic() + timeout
-    waiting = set(pids)
-    while waiting and time.monotonic() < deadline:
-        for pid in list(waiting):
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    state = f.read().rsplit(b")", 1)[1].split()[0]
-            except OSError:
-                state = b"X"
-            if state in (b"T", b"t", b"X", b"Z"):
-                waiting.discard(pid)
-        if waiting:
-            time.sleep(0.0005)
 
 
 def _sealed_buffer(size: int) -> int:

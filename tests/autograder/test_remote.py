@@ -12,11 +12,12 @@ import torch
 from course_helpers import FIND_PIPE, PLAIN_PYTHON, plain_child
 
 from autograder.course import REPO
-from posref.grading.remote import MAX_TEXT, Child, ChildFailed, RemoteFunction, StudentError
+from posref.grading.plain_data import MAX_TEXT
+from posref.grading.remote import Child, ChildFailed, RemoteFunction, StudentError
 
 
 def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
-    """Student code can replace the child's own conversion (``remote._plain``) and send anything ``torch.save``
+    """Student code can replace the child's own conversion (``remote.plain``) and send anything ``torch.save``
     writes. Each result below used to reach the checkers: a list of shared references whose repr has 2**45
     items (the grader hung building it), a sparse or nested tensor or an integer too big for a float (the
     comparison raised in the grader), a compressed frame (a zip bomb); an error message of a megabyte with
@@ -25,10 +26,10 @@ def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
         FIND_PIPE
         + """
 import io, zipfile, torch
-def raw(value, real=remote._plain):  # what a patched child sends: these as they are, the rest as usual
+def raw(value, real=remote.plain):  # what a patched child sends: these as they are, the rest as usual
     sparse_or_nested = isinstance(value, torch.Tensor) and (value.is_nested or value.layout != torch.strided)
     return value if isinstance(value, (list, int)) or sparse_or_nested else real(value)
-remote._plain = raw
+remote.plain = raw
 def shared():
     a = [1.0]
     for _ in range(45):
@@ -41,7 +42,8 @@ def nested():
 def huge():
     return 10**400
 def wide():
-    return [0.0] * (remote.MAX_ITEMS + 1)
+    from posref.grading.plain_data import MAX_ITEMS
+    return [0.0] * (MAX_ITEMS + 1)
 def meta():
     return torch.empty(3, device="meta")
 def fine():

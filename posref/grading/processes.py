@@ -1,0 +1,89 @@
+"""The processes of a sandboxed child, found and stopped: what keeps a student's processes off the CPU while the
+reference is timed (``posref.grading.timing``).
+
+A child's processes are its descendants and whatever is left in its session (a process whose parent died is
+adopted by the sandbox's first process, or, without the sandbox, by some other process: then its session still
+tells); a fork of ``posref.grading.forkserver`` also names what its processes left to the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+def process_tree(root: int, adopted: Callable[[dict[int, list[int]]], list[int]] | None = None) -> set[int]:
+    """The pids of ``root``, its descendants and every process of its session (``root`` leads it), plus what
+    ``adopted(children)`` names (``children``: pid -> its child pids) and their descendants."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root, *(pid for pid, (_, sid) in table.items() if sid == root)]
+    if adopted is not None:
+        todo += adopted(children)
+    while todo:
+        pid = todo.pop()
+        if pid not in found and pid in table:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+@contextmanager
+def frozen(processes: Callable[[], set[int]]) -> Iterator[None]:
+    """Every process that ``processes()`` names stopped (SIGSTOP, which no process can catch) for the block, then
+    resumed. Stopping repeats until a look finds no process it has not stopped (a stopped process cannot fork)."""
+    stopped: set[int] = set()
+    try:
+        while new := processes() - stopped:
+            for pid in new:
+                _signal(pid, signal.SIGSTOP)
+            stopped |= new
+            _wait_stopped(new)
+        yield
+    finally:
+        for pid in stopped:
+            _signal(pid, signal.SIGCONT)
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, session id) of every process this process can see, from ``/proc``."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:  # it ended meanwhile
+                continue
+            table[int(entry)] = (int(fields[1]), int(fields[3]))
+    return table
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_stopped(pids: set[int], timeout: float = 2.0) -> None:
+    """Until every one of ``pids`` is stopped or gone (a signal takes effect when the process next runs)."""
+    deadline = time.monotonic() + timeout
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                state = b"X"
+            if state in (b"T", b"t", b"X", b"Z"):
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.0005)
