@@ -42,7 +42,7 @@ _SDPA = (
     "the exercise asks you to write attention from its formula, so a library's attention (torch's or posref's) "
     "is not an answer"
 )
-_ROPE = ("apply_rope", "apply_rope_qk", "RotaryEmbedding", "apply_rope_fused", "apply_rope_triton")
+_ROPE = ("apply_rope", "apply_rope_qk", "RotaryEmbedding", "apply_rope_compiled", "apply_rope_triton")
 _FREQUENCIES = ("rope_frequencies", "rope_from_config", "RopeConfig", "SCALING_METHODS", "ntk_base", "yarn_mscale",
                 "dynamic_ntk_alpha")  # fmt: skip
 
@@ -68,6 +68,14 @@ RULES: dict[str, Rule] = {
     "check_pair_norms": Rule(("pair_norms",)),
     "check_p_rope": Rule(("p_rope_inv_freq",)),
     "check_per_position_loss": Rule(("per_position_loss",)),
+    "check_rope_handler": Rule(
+        ("RoPEPositions", "make_position_handler", "with_positions", *_ROPE, "rope_cos_sin")
+    ),
+    "check_alibi_handler": Rule(
+        ("ALiBiPositions", "make_position_handler", "with_positions", "alibi_slopes", "alibi_bias")
+    ),
+    "check_nope_handler": Rule(("NoPE", "make_position_handler", "with_positions")),
+    "check_drop": Rule(("with_positions", "run_drop")),
     "check_causal_mean": Rule(("scaled_dot_product_attention", "attention_scores")),
     "check_frequencies": Rule(_FREQUENCIES),
     "check_rope_frequencies_linear": Rule(_FREQUENCIES),
