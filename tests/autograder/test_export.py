@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import json
 
+import nbformat
 import pytest
-from course_helpers import gradebook_copy
+from course_helpers import REPO, gradebook_copy
 
 from autograder.export import export, print_table
 from autograder.submissions import fingerprint
@@ -74,4 +75,11 @@ def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded
     ]:
         assert rows[student]["score"] == "" and rows[student]["status"] == status, rows[student]
         assert rows[student]["reason"].startswith(reason), rows[student]
-    assert rows["dave"]["max_score"] == "6" and rows["dave"]["notebook"] == "02_absolute.ipynb"
+    # the notebook's autograded points, counted here from the source notebook's test cells
+    source = nbformat.read(REPO / "solutions" / "02_absolute" / "02_absolute.ipynb", as_version=4)
+    autograded = [
+        c.metadata.nbgrader for c in source.cells if c.cell_type == "code" and "nbgrader" in c.metadata
+    ]
+    top = sum(m.get("points", 0) for m in autograded if m.get("grade") and not m.get("solution"))
+    assert top > 0
+    assert rows["dave"]["max_score"] == f"{top:g}" and rows["dave"]["notebook"] == "02_absolute.ipynb"
