@@ -5,15 +5,12 @@ is the rotary dimension (``int(head_dim * partial_rotary_factor)``), ``params`` 
 ``rope_scaling``-style dict (without ``rope_type``) and ``seq_len`` the current length for the methods that
 depend on it. ``inv_freq`` is ``(dim/2,)`` float32; ``attention_factor`` multiplies cos and sin.
 
-Each entry of ``SCALING_METHODS`` (a ``ScalingMethod``) also says what the rest of posref needs to know about
-its method: the keys it accepts, whether it reads ``seq_len`` or the training length, its title and typical
-keys. Consumers (``rope_from_config``, the scaling explorer, the checkers, the tests) look these up instead of
-listing methods, so a new method is one registered function.
-
-Keys follow the transformers library's names; unlike that library, an unknown or missing key is an error,
-and so is a value out of range (a factor below 1, a factor list of the wrong length).
-
-The methods (each below with its paper), as the lecture orders them:
+Each entry of ``SCALING_METHODS`` (a ``ScalingMethod``) also holds what the rest of posref needs to know of its
+method (its keys, whether it reads ``seq_len`` or the training length, its title and typical keys), which
+``rope_from_config``, the scaling explorer, the checkers and the tests look up instead of listing methods. Keys
+follow the transformers library's names; unlike that library, an unknown or missing key is an error, and so is a
+value out of range (a factor below 1, a factor list of the wrong length). The methods, each below with its paper,
+in the lecture's order:
 
 =================  =====================================================  ==========================
 rope_type          what it does to pair ``i``'s frequency ``w_i``           depends on the length?
@@ -29,9 +26,8 @@ rope_type          what it does to pair ``i``'s frequency ``w_i``           depe
 =================  =====================================================  ==========================
 
 Numerics follow transformers 5.24 for the types it has (same float32 formation, so equal to ~1 ulp);
-``ntk`` and ``ntk_by_parts`` are not in that library and follow their papers.
-
-Where the papers and the library differ, the library's behaviour is the default and the paper's is exposed:
+``ntk`` and ``ntk_by_parts`` are not in that library and follow their papers. Where the papers and the library
+differ, the library's behaviour is the default and the paper's is exposed:
 
 * YaRN's ramp: linear in the pair index (library, ``ramp="index"``) vs linear in turns per ``L`` (paper,
   ``ramp="ratio"``, which is also ``ntk_by_parts``);
@@ -57,7 +53,6 @@ import torch
 from posref._checks import check_base, check_choice, check_even, check_positive_int
 
 FrequencyFn = Callable[[int, float, Mapping[str, Any], "int | None"], "tuple[torch.Tensor, float]"]
-
 
 # the key that carries the training length L, in the transformers library's name
 ORIGINAL_LEN_KEY = "original_max_position_embeddings"

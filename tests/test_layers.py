@@ -288,6 +288,23 @@ def test_every_speed_checker_has_its_reference():
     assert not problems, "\n".join(problems)
 
 
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_of_the_project_is_over_600_lines():
+    # a module that long holds several concerns (issue 12 split widgets.py, cli.py and remote.py for that)
+    modules = [
+        p for package in PACKAGES for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts
+    ]
+    assert len(modules) > 20
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in modules
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
 def test_tests_have_unique_basenames_and_one_conftest():
     # pytest's default import mode imports a test folder's files by basename: two files of one name (two
     # conftest.py included) shadow each other when the whole suite runs, though each folder alone passes
