@@ -8,12 +8,14 @@
 * ``POSREF_RETRAIN=1``: notebook 06 trains its six models instead of loading them (never while grading).
 
 A flag is on for ``1``, ``true``, ``yes`` or ``on`` (any case), off when unset or empty. A notebook's first
-cell calls ``setup()``.
+cell calls ``setup()``. A cell that needs an exercise's result wraps its body in ``with uses("Exercise N"):``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -64,3 +66,35 @@ def setup(*, seed: int = 0) -> tuple[str, bool, bool]:
         torch.set_num_threads(threads())
     torch.manual_seed(seed)
     return device, fast(), grading()
+
+
+class ExerciseNotDone(RuntimeError):
+    """A cell needs the result of an exercise that is not finished yet (see ``uses``). IPython shows it as its
+    one line (``_render_traceback_``): the frames would all be this module's and the cell's ``with`` line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+@contextmanager
+def uses(exercise: str) -> Iterator[None]:
+    """Wrap a cell that builds on ``exercise`` (for example ``"Exercise 3 (the T5 bias)"``): when the exercise
+    is unfinished, the cell stops with one line that says so instead of a traceback about names the student
+    never wrote.
+
+    Unfinished means one of two things seen inside the block: a ``NotImplementedError`` (the exercise's stub
+    still raises), or a ``NameError`` (a name the exercise's cells define was never assigned, because they
+    stopped early). The original error is named at the end of the message; every other error passes through
+    unchanged, with its traceback.
+    """
+    if not isinstance(exercise, str) or not exercise.strip():
+        raise TypeError(f"uses(exercise): expected the exercise's name as a non-empty str, got {exercise!r}")
+    try:
+        yield
+    except (NameError, NotImplementedError) as err:
+        why = (
+            "its stub still raises NotImplementedError"
+            if isinstance(err, NotImplementedError)
+            else f"NameError: {err}"
+        )
+        raise ExerciseNotDone(f"finish {exercise} first: this cell uses its result ({why})") from None

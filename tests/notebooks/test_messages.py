@@ -71,3 +71,24 @@ def test_a_student_error_inside_their_function_shows_their_line(tmp_path):
     text = "\n".join(lines)
     assert ename == "CheckFailed" and lines[0].startswith("CheckFailed: attention fails on case 1"), lines[:3]
     assert "scores = q @ k  # wrong: k not transposed" in text and "report.py" not in text, text
+
+
+def test_a_cell_after_an_unfinished_exercise_says_finish_it_first(tmp_path):
+    cells = _run(
+        [
+            "from posref.notebook import uses",
+            "def t5_bias(n):\n    raise NotImplementedError('not done yet')",
+            "with uses('Exercise 3 (the T5 bias)'):\n    table = t5_bias(4)",
+            "with uses('Exercise 3 (the T5 bias)'):\n    print(table)",
+        ],
+        tmp_path,
+    )
+    for cell, why in (
+        (cells[2], "its stub still raises NotImplementedError"),
+        (cells[3], "NameError: name 'table' is not defined"),
+    ):
+        ename, lines = _error(cell)
+        assert ename == "ExerciseNotDone"
+        assert lines == [
+            f"ExerciseNotDone: finish Exercise 3 (the T5 bias) first: this cell uses its result ({why})"
+        ]

@@ -78,3 +78,31 @@ def test_importing_posref_changes_no_environment_variable():
         "print(changed); assert not changed, changed"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_uses_turns_an_unfinished_exercise_into_one_line():
+    with pytest.raises(notebook.ExerciseNotDone, match=r"^finish Exercise 3 first: .*NameError: name 't5'"):
+        with notebook.uses("Exercise 3"):
+            t5  # noqa: B018, F821 (the name an unfinished exercise never assigned)
+
+    def stub():
+        raise NotImplementedError("not done yet")
+
+    with pytest.raises(
+        notebook.ExerciseNotDone, match="finish Exercise 2 first: .*its stub still raises"
+    ) as info:
+        with notebook.uses("Exercise 2"):
+            stub()
+    assert info.value.__cause__ is None and info.value.__suppress_context__  # no chained traceback
+
+
+def test_uses_lets_other_errors_through_and_refuses_a_bad_name():
+    with pytest.raises(KeyError, match="512"):
+        with notebook.uses("Exercise 1"):
+            {}[512]
+    with notebook.uses("Exercise 1"):
+        done = 1
+    assert done == 1
+    with pytest.raises(TypeError, match="exercise's name as a non-empty str"):
+        with notebook.uses(""):
+            pass
