@@ -22,7 +22,7 @@ from torch import nn
 
 from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
-from posref.grading.report import Case, first_difference
+from posref.grading.report import Case, CheckFailed, call, default_tolerance, difference, first_difference
 from posref.grading.rules import enforce_rules
 from posref.lab.evaluate import per_position_loss
 from posref.lab.model import TinyDecoder, build_model
@@ -58,13 +58,48 @@ def _ce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     )
 
 
-def _draw_lm_case(draw: Draw, b: int, t: int, v: int, ignore_share: float) -> Case:
-    logits = draw.randn(b, t, v, scale=draw.choice((1.0, 3.0)))
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _draw_lm_case(
+    draw: Draw, b: int, t: int, v: int, ignore_share: float, dtype: torch.dtype = torch.float32
+) -> Case:
+    logits = draw.randn(b, t, v, scale=draw.choice((1.0, 3.0)), dtype=dtype)
     targets = torch.randint(0, v, (b, t), generator=draw.tensor_generator).to(draw.device)
     ignored = torch.rand(b, t, generator=draw.tensor_generator).to(draw.device) < ignore_share
     ignored[0] = False  # every position keeps at least one scored target (an all-ignored position is nan)
     targets = targets.masked_fill(ignored, IGNORE_INDEX)
-    return Case((logits, targets), label=f"{int(ignored.sum())} targets ignored", atol=1e-5, rtol=1e-5)
+    # the tolerance is float32's whatever the logits: the reference upcasts them first, and so must the answer
+    half = "" if dtype == torch.float32 else f", {str(dtype).removeprefix('torch.')} logits"
+    label = f"{int(ignored.sum())} targets ignored{half}"
+    return Case((logits, targets), label=label, atol=1e-5, rtol=1e-5)
+
+
+def _half_precision_hint(fn: Callable[..., torch.Tensor], cases: list[Case]) -> str | None:
+    """The hint for a loss computed in the logits' own half precision, or None: the first case ``fn`` misses has
+    float16 or bfloat16 logits, and its output is off by no more than that precision's rounding."""
+    for case in cases:
+        expected = call(_per_position_reference, case)
+        try:
+            got = call(fn, case)
+            missed = difference(expected, got, match_dtype=False, atol=case.atol, rtol=case.rtol) is not None
+        except Exception:  # first_difference has reported what went wrong
+            return None
+        if not missed:
+            continue
+        dtype = case.args[0].dtype
+        name = str(dtype).removeprefix("torch.")
+        if dtype not in _HALF or not isinstance(got, torch.Tensor) or not got.is_floating_point():
+            return None
+        # a sum of B half-precision losses: a few times the rounding of one value, far below any wrong formula
+        atol, rtol = (10 * tol for tol in default_tolerance(dtype))
+        if difference(expected, got.double(), match_dtype=False, atol=atol, rtol=rtol) is not None:
+            return None
+        return (
+            f"the logits are {name}, and your loss carries {name}'s rounding errors: upcast them first "
+            "(logits.float()) and compute log_softmax and the means in float32 or float64"
+        )
+    return None
 
 
 @enforce_rules
@@ -72,15 +107,26 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
     """``fn(logits (B, T, V), targets (B, T))`` -> ``(T,)``: mean cross-entropy (nats) at each position over the
     batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.lab.evaluate``."""
     draw = Draw(hidden=hidden, device=device)
+    # float32 logits first, so that a wrong formula fails there with its hint; then half-precision logits, on
+    # which only a computation in float32 or better passes (the text asks for it)
     if hidden:
         cases = [
             _draw_lm_case(
-                draw, draw.int(2, 8), draw.int(1, 70), draw.int(2, 100), draw.choice((0.0, 0.2, 0.5))
+                draw,
+                draw.int(2, 8),
+                draw.int(1, 70),
+                draw.int(2, 100),
+                draw.choice((0.0, 0.2, 0.5)),
+                torch.float32 if i < 12 else draw.choice(_HALF),
             )
-            for _ in range(20)
+            for i in range(20)
         ]
     else:
-        cases = [_draw_lm_case(draw, 3, 5, 4, 0.0), _draw_lm_case(draw, 4, 6, 7, 0.3)]
+        cases = [
+            _draw_lm_case(draw, 3, 5, 4, 0.0),
+            _draw_lm_case(draw, 4, 6, 7, 0.3),
+            _draw_lm_case(draw, 4, 6, 7, 0.3, torch.bfloat16),
+        ]
 
     def ignored_as_zero(logits, targets):
         return _ce(logits, targets).sum(0) / targets.shape[0]
@@ -103,15 +149,23 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         "cross-entropy is -log softmax(logits)[target], not -logits[target]: take log_softmax first": no_log_softmax,
         "report the loss in nats (natural log), not bits": bits,
     }
-    first_difference(
-        "per_position_loss",
-        fn,
-        _per_position_reference,
-        cases,
-        mistakes=mistakes,
-        match_dtype=False,
-        seed=draw.quoted_seed,
-    )
+    try:
+        first_difference(
+            "per_position_loss",
+            fn,
+            _per_position_reference,
+            cases,
+            mistakes=mistakes,
+            match_dtype=False,
+            at_least_float32=True,
+            seed=draw.quoted_seed,
+        )
+    except CheckFailed as failed:
+        hint = None if "hint:" in str(failed) else _half_precision_hint(fn, cases)
+        if hint is None:
+            raise
+        failed.args = (f"{failed}\n  hint: {hint}",)  # the same error, its traceback kept
+        raise
 
 
 # ---------------------------------------------------------------------------------------------------------------

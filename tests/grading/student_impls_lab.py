@@ -34,6 +34,29 @@ def per_position_loss_bits(logits, targets):
     return per_position_loss_logsumexp(logits, targets) / math.log(2)
 
 
+def per_position_loss_float32(logits, targets):
+    """Correct: upcast to float32 first, cross_entropy with ignore_index, counts per position."""
+    loss = F.cross_entropy(logits.float().transpose(1, 2), targets, reduction="none", ignore_index=-100)
+    scored = (targets != -100).float()
+    return loss.sum(0) / scored.sum(0)
+
+
+def per_position_loss_in_half(logits, targets):
+    """Right formula in the logits' own precision (bfloat16/float16 in, float32 out): the text asks for float32."""
+    scored = targets != -100
+    log_probs = torch.log_softmax(
+        logits, dim=-1
+    )  # no upcast: bfloat16 logits give bfloat16 log-probabilities
+    picked = log_probs.gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+    return (-(picked * scored).sum(0) / scored.sum(0)).float()
+
+
+def per_position_loss_returns_half(logits, targets):
+    """Right formula, cross_entropy on the logits as given: a bfloat16 result for bfloat16 logits."""
+    loss = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none", ignore_index=-100)
+    return loss.sum(0) / (targets != -100).sum(0)
+
+
 # ---------------------------------------------------------------- 07: YaRN with the paper's ramp
 
 

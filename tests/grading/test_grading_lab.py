@@ -32,6 +32,7 @@ def _reference_loss(logits, targets):
 CORRECT = [
     (lab.check_per_position_loss, _reference_loss),
     (lab.check_per_position_loss, s.per_position_loss_logsumexp),
+    (lab.check_per_position_loss, s.per_position_loss_float32),
     (lab.check_causal_mean, s.causal_mean_tril),
     (lab.check_rope_handler, s.rope_attention(s.RoPEComplex)),
     (lab.check_alibi_handler, s.alibi_attention(s.ALiBiLoop)),
@@ -49,6 +50,8 @@ def test_correct_implementations_pass(check, fn, hidden):
 MISTAKES = [
     (lab.check_per_position_loss, s.per_position_loss_divides_by_batch, "divide each position's sum"),
     (lab.check_per_position_loss, s.per_position_loss_bits, "nats"),
+    (lab.check_per_position_loss, s.per_position_loss_in_half, "upcast them first"),
+    (lab.check_per_position_loss, s.per_position_loss_returns_half, "upcast them first"),
     (lab.check_causal_mean, s.causal_mean_full, "mask is missing"),
     (lab.check_causal_mean, s.causal_mean_off_by_one, "not t"),
     (lab.check_rope_handler, s.rope_attention(s.RoPERotatesTheTokens), "rotating the token vectors"),
@@ -66,6 +69,30 @@ MISTAKES = [
 def test_mistakes_fail_with_their_hint(check, fn, hint, hidden):
     with pytest.raises(CheckFailed, match="hint:.*" + re.escape(hint)):
         check(fn, hidden=hidden)
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
+def test_half_precision_logits_are_drawn_and_the_reference_upcasts_them(hidden):
+    """The checker's half-precision cases: logits in float16/bfloat16, on which the reference agrees with a
+    float64 computation from the same (upcast) values, and not with one done in the logits' own precision."""
+    cases = []
+
+    def record(logits, targets):
+        cases.append((logits, targets))
+        return _reference_loss(logits, targets)
+
+    lab.check_per_position_loss(record, hidden=hidden)
+    half = [(lg, t) for lg, t in cases if lg.dtype in (torch.float16, torch.bfloat16)]
+    assert half, "no half-precision logits drawn"
+    for logits, targets in half:
+        scored = targets != -100
+        log_probs = torch.log_softmax(logits.double(), dim=-1)
+        picked = log_probs.gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+        exact = -(picked * scored).sum(0) / scored.sum(0)
+        torch.testing.assert_close(
+            lab._per_position_reference(logits, targets).double(), exact, atol=1e-5, rtol=1e-5
+        )
+        assert (s.per_position_loss_in_half(logits, targets).double() - exact).abs().max() > 1e-4
 
 
 def test_causal_mean_in_float32_fails_the_visible_test():
