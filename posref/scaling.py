@@ -7,7 +7,8 @@ depend on it. ``inv_freq`` is ``(dim/2,)`` float32; ``attention_factor`` multipl
 
 Each entry of ``SCALING_METHODS`` (a ``ScalingMethod``) also holds what the rest of posref needs to know of its
 method (its keys, whether it reads ``seq_len`` or the training length, its title and typical keys), which
-``rope_from_config``, the scaling explorer, the checkers and the tests look up instead of listing methods. Keys
+``rope_from_config``, the scaling explorer, the checkers and the tests look up instead of listing methods (a user's
+own function joins them under a new name with ``add_scaling_method``, in ``posref.scaling_registry``). Keys
 follow the transformers library's names; unlike that library, an unknown or missing key is an error, and so is a
 value out of range (a factor below 1, a factor list of the wrong length). The methods, each below with its paper,
 in the lecture's order:
@@ -43,106 +44,26 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
 from posref._checks import check_base, check_choice, check_even, check_positive_int
 
-FrequencyFn = Callable[[int, float, Mapping[str, Any], "int | None"], "tuple[torch.Tensor, float]"]
-
-# the key that carries the training length L, in the transformers library's name
-ORIGINAL_LEN_KEY = "original_max_position_embeddings"
-# the rotary dim every registered ``example`` is written for (per-pair keys have EXAMPLE_DIM / 2 entries)
-EXAMPLE_DIM = 128
-
-
-@dataclass(frozen=True)
-class ScalingMethod:
-    """One entry of the registry: everything the rest of posref knows about a method.
-
-    ``fn`` computes the frequencies; ``required`` and ``optional`` are the keys it accepts; ``length_dependent``
-    says whether it reads ``seq_len``; ``title`` is its name in the literature (for menus and reports);
-    ``example`` holds typical keys, a valid ``params`` for a rotary dim of ``EXAMPLE_DIM`` (a real model's
-    where one uses the method). ``needs_original_len``: whether it reads the training length ``L``.
-    """
-
-    name: str
-    fn: FrequencyFn
-    required: frozenset[str]
-    optional: frozenset[str]
-    length_dependent: bool
-    title: str
-    # read-only; not part of equality or the hash (it holds lists)
-    example: Mapping[str, Any] = field(compare=False)
-
-    def __deepcopy__(self, memo: dict) -> ScalingMethod:
-        """The entry itself: registry entries are frozen and shared, and a deep copy of a model that holds one
-        (``copy.deepcopy(model)``, as DroPE's drop in notebook 08 does) failed on its read-only example."""
-        return self
-
-    @property
-    def accepted(self) -> frozenset[str]:
-        return self.required | self.optional
-
-    @property
-    def needs_original_len(self) -> bool:
-        return ORIGINAL_LEN_KEY in self.required
-
-    def validate(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        keys = set(params)
-        unknown = keys - self.accepted
-        missing = self.required - keys
-        accepted = ", ".join(sorted(self.accepted)) or "(no keys)"
-        if unknown:
-            raise ValueError(
-                f"rope_type {self.name!r} does not accept key(s) {', '.join(sorted(unknown))}; "
-                f"it accepts: {accepted}"
-            )
-        if missing:
-            raise ValueError(
-                f"rope_type {self.name!r} requires key(s) {', '.join(sorted(missing))}; it accepts: {accepted}"
-            )
-        return dict(params)
-
-
-SCALING_METHODS: dict[str, ScalingMethod] = {}
-
-
-def register_scaling(
-    name: str,
-    *,
-    title: str,
-    example: Mapping[str, Any],
-    required: tuple[str, ...] = (),
-    optional: tuple[str, ...] = (),
-    length_dependent: bool = False,
-) -> Callable[[FrequencyFn], FrequencyFn]:
-    """Decorator that adds a frequency function to ``SCALING_METHODS`` under ``name`` (see ``ScalingMethod``).
-
-    The example's keys are checked here, so a registration whose example the method would reject fails at once.
-    """
-
-    def decorate(fn: FrequencyFn) -> FrequencyFn:
-        if name in SCALING_METHODS:
-            raise ValueError(f"scaling method {name!r} is registered twice")
-        method = ScalingMethod(
-            name,
-            fn,
-            frozenset(required),
-            frozenset(optional),
-            length_dependent,
-            title,
-            MappingProxyType(dict(example)),
-        )
-        method.validate(example)
-        SCALING_METHODS[name] = method
-        return fn
-
-    return decorate
+# the registry lives in posref.scaling_registry; its names are re-exported here, where the rest of posref looks
+from posref.scaling_registry import (  # noqa: F401
+    ADDED_METHODS,
+    EXAMPLE_DIM,
+    ORIGINAL_LEN_KEY,
+    SCALING_METHODS,
+    FrequencyFn,
+    ScalingMethod,
+    add_scaling_method,
+    register_scaling,
+    remove_scaling_method,
+    split_scaling,
+)
 
 
 def default_inv_freq(dim: int, base: float, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -537,27 +458,6 @@ def _longrope(
     rescale = torch.tensor(long_factor if long else short_factor, dtype=torch.float32)
     exponents = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
     return 1.0 / (rescale * base**exponents), attention_factor
-
-
-def split_scaling(scaling: Mapping[str, Any] | None) -> tuple[ScalingMethod, dict[str, Any]]:
-    """Look a ``rope_scaling`` dict up in the registry -> (method, validated params without ``rope_type``)."""
-    if scaling is None:
-        return SCALING_METHODS["default"], {}
-    if not isinstance(scaling, Mapping):
-        raise TypeError(
-            f"scaling must be a dict with a 'rope_type' key or None, got {type(scaling).__name__}"
-        )
-    if "rope_type" not in scaling:
-        raise ValueError(
-            f"scaling dict needs a 'rope_type' key, one of {', '.join(sorted(SCALING_METHODS))}; got keys "
-            f"{sorted(scaling)}"
-        )
-    name = scaling["rope_type"]
-    if name not in SCALING_METHODS:
-        raise ValueError(f"unknown rope_type {name!r}; expected one of {', '.join(sorted(SCALING_METHODS))}")
-    method = SCALING_METHODS[name]
-    params = {k: v for k, v in scaling.items() if k != "rope_type"}
-    return method, method.validate(params)
 
 
 def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
