@@ -10,14 +10,21 @@ An explorer is two things:
   figure between moves, which saves building it again.
 
 The PNG of the last figure is placed in the ``Output`` directly (not through ``plt.show()``), so redraws work
-from a kernel callback, from a plain Python process (tests) and under any matplotlib backend alike. The same
-PNG is the explorer's static figure (``static_figure``): the ``image/png`` entry of its display bundle, which
-is what a viewer without a widget manager shows. All figure text is English.
+from a kernel callback, from a plain Python process (tests) and under any matplotlib backend alike.
+
+Displayed in a notebook, an explorer leaves two outputs: the widget view, then its *static figure*
+(``static_figure``): an HTML ``<figure>`` of the PNG drawn when it was displayed. A viewer without the widget's
+live model still shows that picture: an HTML export (nbconvert keeps only the view's ``<script>`` tags, which
+draw nothing offline) and a saved notebook re-opened without a kernel (JupyterLab answers "Error displaying
+widget: model not found" and falls back to no other entry of the view's bundle). Where the widget does render,
+a CSS rule shipped inside the static figure hides it (``STATIC_CSS``: the output after a rendered
+``.posref-explorer``), so a live notebook shows one figure. All figure text is English.
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
 import numbers
@@ -33,6 +40,8 @@ from posref._checks import check_positive_int
 __all__ = [
     "DPI",
     "SLIDER_WIDTH",
+    "STATIC_CLASS",
+    "STATIC_CSS",
     "Explorer",
     "check_dim",
     "check_index",
@@ -87,13 +96,42 @@ def figure_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def static_figure(png: bytes) -> dict[str, str]:
-    """The static copy of an explorer's figure as display data: ``{"image/png": base64, "text/plain": ...}``.
+# The class of an explorer's static figure, and the CSS that hides it where the explorer's widget itself rendered:
+# the output right after one holding a rendered explorer (JupyterLab and nbconvert's lab template; the classic
+# notebook's .output_area). A view that failed ("model not found") has no .posref-explorer, so the picture stays.
+STATIC_CLASS = "posref-static-figure"
+STATIC_CSS = (
+    f".jp-OutputArea-child:has(.posref-explorer) + .jp-OutputArea-child:has(.{STATIC_CLASS}),"
+    f" .output_area:has(.posref-explorer) + .output_area:has(.{STATIC_CLASS}) {{ display: none; }}"
+)
+STATIC_CAPTION = "Picture of the explorer as first drawn: run the notebook to move its controls."
 
-    The one place that says what a viewer without a widget manager gets: the ``Output`` shows it, and the
-    explorer's display bundle carries its ``image/png``.
+
+def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
+    """An explorer's static figure as display data: ``{"text/html": ..., "text/plain": ...}``.
+
+    The HTML is a ``<figure class="posref-static-figure">`` holding the PNG inline (``data:`` URL: an export needs
+    no other file) with a one-line caption, preceded by ``STATIC_CSS`` in a ``<style>`` (JupyterLab strips the
+    ``<style>`` of an untrusted notebook, whose widget view it does not render either: the picture shows).
     """
-    return {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<posref explorer figure>"}
+    if not png.startswith(b"\x89PNG"):
+        raise ValueError(f"png must be the bytes of a PNG image (figure_png), got {png[:8]!r}")
+    data = base64.b64encode(png).decode("ascii")
+    alt = html.escape(f"{name} explorer", quote=True)
+    markup = (
+        f"<style>{STATIC_CSS}</style>"
+        f'<figure class="{STATIC_CLASS}" style="margin: 0">'
+        f'<img src="data:image/png;base64,{data}" alt="{alt}"/>'
+        f'<figcaption style="font-size: 85%; color: #555">{html.escape(STATIC_CAPTION)}</figcaption>'
+        "</figure>"
+    )
+    return {"text/html": markup, "text/plain": f"<{name} explorer: static figure>"}
+
+
+def _png_output(png: bytes) -> dict[str, Any]:
+    """The ``Output`` widget's content: the PNG itself (what the live explorer shows)."""
+    data = {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<posref explorer figure>"}
+    return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
 class Explorer(widgets.VBox):
@@ -126,6 +164,7 @@ class Explorer(widgets.VBox):
         self.png = b""
         self.redraws = 0
         self._holding = False
+        self._explorer_name = f"posref {name}"
         for key, control in self.controls.items():
             if hasattr(self, key):
                 raise ValueError(f"control name {key!r} clashes with an attribute of the explorer widget")
@@ -158,7 +197,7 @@ class Explorer(widgets.VBox):
         self.figure, self.png = fig, png
         self.redraws += 1
         # replacing the outputs in one assignment is what clear_output(wait=True) + display achieves: no flicker
-        self.output.outputs = ({"output_type": "display_data", "data": static_figure(png), "metadata": {}},)
+        self.output.outputs = (_png_output(png),)
         return fig
 
     def _on_change(self, change: dict[str, Any]) -> None:
@@ -166,11 +205,18 @@ class Explorer(widgets.VBox):
             self.redraw()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        # the static figure for viewers without a widget manager (e.g. HTML without widget state)
+        # the widget view, with a text/plain that says what it is (not the VBox's repr)
         data = super()._repr_mimebundle_(**kwargs)
-        if isinstance(data, dict) and self.png:
-            data["image/png"] = static_figure(self.png)["image/png"]
+        if isinstance(data, dict):
+            data["text/plain"] = f"<{self._explorer_name} explorer: its controls need a running kernel>"
         return data
+
+    def _ipython_display_(self) -> None:
+        """``display(explorer)`` (or an explorer last in a cell): the widget view, then its static figure."""
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+        display(static_figure(self.png, self._explorer_name), raw=True)
 
 
 def int_slider(description: str, value: int, lo: int, hi: int) -> widgets.IntSlider:

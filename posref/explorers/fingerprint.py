@@ -89,12 +89,19 @@ def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) ->
     return fig
 
 
-def fingerprint_explorer(dim: int = 64, base: float = 10000.0, max_position: int = 200) -> Explorer:
-    """The position fingerprint with a ``position`` slider in ``[0, max_position]`` (see ``fingerprint_figure``)."""
+def fingerprint_explorer(
+    dim: int = 64, base: float = 10000.0, max_position: int = 200, *, position: int = 37
+) -> Explorer:
+    """The position fingerprint with a ``position`` slider in ``[0, max_position]`` (see ``fingerprint_figure``).
+
+    It starts at ``position`` (default 37, clipped to ``max_position``): there the fast hands point every way and
+    the slow ones still up, which is what its static figure shows (at 0 every hand points up).
+    """
     check_dim("dim", dim)
     check_base("base", base)
     check_positive_int("max_position", max_position)
-    position = int_slider("position p", 0, 0, max_position)
+    start = min(int(check_position("position", position)), max_position)
+    position = int_slider("position p", start, 0, max_position)
     return Explorer(
         fingerprint_figure, {"position": position}, name="fingerprint", fixed={"dim": dim, "base": base}
     )

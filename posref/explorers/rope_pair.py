@@ -43,7 +43,7 @@ class _RopePairView:
         self.inv_freq, _ = rope_frequencies(dim, base=check_base("base", base))
         self._scores: dict[int, np.ndarray] = {}
 
-        fig = self.figure = Figure(figsize=(11, 4.8), dpi=DPI)
+        fig = self.figure = Figure(figsize=(11, 5.2), dpi=DPI)
         ax, hx = self.ax, self.hx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
         ax.add_patch(Circle((0, 0), 1.0, fill=False, lw=0.8, color="0.6"))
         for vec, colour in ((PAIR_QUERY, "tab:blue"), (PAIR_KEY, "tab:orange")):
@@ -84,7 +84,9 @@ class _RopePairView:
         hx.set_xlabel("key position n")
         hx.set_ylabel("query position m")
         hx.set_title("the score depends on n - m only: constant along diagonals", fontsize=9)
-        fig.subplots_adjust(left=0.06, right=0.93, bottom=0.11, top=0.83, wspace=0.25)
+        fig.subplots_adjust(
+            left=0.06, right=0.93, bottom=0.17, top=0.84, wspace=0.25
+        )  # legends below the axes
 
     def _pair_scores(self, pair: int) -> np.ndarray:
         """``(P, P)`` scores of pair ``pair`` for every query position (rows) and key position (columns)."""
@@ -123,7 +125,7 @@ class _RopePairView:
         self.arc = ax.add_patch(
             Arc((0, 0), 0.7, 0.7, theta1=a_q, theta2=a_q + (a_k - a_q) % 360, color="0.2", lw=1.2)
         )
-        ax.legend(handles=self.arrows, loc="lower left", fontsize=8)
+        ax.legend(handles=self.arrows, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=2, fontsize=8)
         self.title.set_text(
             f"pair {pair} of dim {dim}: w = base^(-2·{pair}/{dim}) = {wf:.4g} rad/position\n"
             f"relative angle (n-m)·w = {relative:.3f} rad  (mod 2π: {relative % (2 * math.pi):.3f})\n"
@@ -135,7 +137,13 @@ class _RopePairView:
         self.diagonal.set_data(line[inside] + (n - m), line[inside])
         self.diagonal.set_label(f"n - m = {n - m}: same score")
         self.star.set_data([n], [m])
-        hx.legend(handles=[self.diagonal, self.star], loc="upper left", fontsize=8)
+        hx.legend(
+            handles=[self.diagonal, self.star],
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.12),
+            ncol=2,
+            fontsize=8,
+        )
         return self.figure
 
 

@@ -8,6 +8,7 @@ explorers`` (a ratio within one run).
 from __future__ import annotations
 
 import base64
+import re
 
 import ipywidgets as widgets
 import pytest
@@ -17,10 +18,11 @@ from matplotlib.figure import Figure
 from posref.explorers import (
     bias_heatmap_explorer,
     fingerprint_explorer,
+    fingerprint_figure,
     rope_pair_explorer,
     scaling_explorer,
 )
-from posref.explorers.base import Explorer, figure_png, int_slider
+from posref.explorers.base import STATIC_CLASS, STATIC_CSS, Explorer, figure_png, int_slider, static_figure
 
 
 def counting_explorer() -> tuple[Explorer, list[dict]]:
@@ -57,14 +59,46 @@ def test_a_control_may_not_hide_an_attribute_of_the_widget() -> None:
         Explorer(lambda children: Figure(), {"children": int_slider("c", 0, 0, 1)}, name="clash")
 
 
-def test_static_copy_in_the_mimebundle() -> None:
+def _displayed(explorer) -> list[dict]:
+    """What ``display(explorer)`` publishes in a notebook: the data of each output, in order."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        display(explorer)
+    return [output.data for output in captured.outputs]
+
+
+def test_display_leaves_the_widget_view_then_a_static_figure_of_the_current_png() -> None:
     explorer = fingerprint_explorer(dim=8)
-    bundle = explorer._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert base64.b64decode(bundle["image/png"]) == explorer.png
+    explorer.set(position=11)
+    view, static = _displayed(explorer)
+    assert "application/vnd.jupyter.widget-view+json" in view
+    assert "image/png" not in view  # nbconvert would pick it beside the static figure: two pictures
+    assert view["text/plain"] == "<posref fingerprint explorer: its controls need a running kernel>"
+    markup = static["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" not in static
+    (src,) = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', markup)
+    assert base64.b64decode(src) == explorer.png == figure_png(fingerprint_figure(11, 8))
+    assert f'<figure class="{STATIC_CLASS}"' in markup and f"<style>{STATIC_CSS}</style>" in markup
     assert "posref-explorer" in explorer._dom_classes
     assert "posref-fingerprint-explorer" in explorer._dom_classes
     assert isinstance(explorer.children[0], widgets.HBox) and explorer.children[1] is explorer.output
+
+
+def test_the_static_css_hides_only_the_output_after_a_rendered_explorer() -> None:
+    # the rule's two selectors: JupyterLab (and nbconvert's lab template), then the classic notebook
+    lab, classic = (part.strip() for part in STATIC_CSS.split("{")[0].split(","))
+    assert lab == f".jp-OutputArea-child:has(.posref-explorer) + .jp-OutputArea-child:has(.{STATIC_CLASS})"
+    assert classic == f".output_area:has(.posref-explorer) + .output_area:has(.{STATIC_CLASS})"
+    assert STATIC_CSS.endswith("{ display: none; }")
+
+
+def test_static_figure_wants_png_bytes() -> None:
+    with pytest.raises(ValueError, match="png must be the bytes of a PNG image"):
+        static_figure(b"GIF89a", "x")
 
 
 @pytest.mark.parametrize(

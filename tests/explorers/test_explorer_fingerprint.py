@@ -52,7 +52,7 @@ def test_fingerprint_explorer_redraws_when_the_slider_moves() -> None:
     explorer = fingerprint_explorer(dim=32, max_position=300)
     assert explorer.position is explorer.controls["position"]
     assert explorer.position.continuous_update is False
-    assert (explorer.position.min, explorer.position.max, explorer.position.value) == (0, 300, 0)
+    assert (explorer.position.min, explorer.position.max, explorer.position.value) == (0, 300, 37)
     before, redraws = explorer.png, explorer.redraws
     assert shown_png(explorer) == before
     explorer.position.value = 123
@@ -64,6 +64,16 @@ def test_fingerprint_explorer_redraws_when_the_slider_moves() -> None:
     np.testing.assert_allclose(
         np.arctan2(tips[:, 0], tips[:, 1]) % TWO_PI, fingerprint_angles(123, 32), atol=1e-6
     )
+
+
+def test_the_explorer_starts_where_the_hands_differ() -> None:
+    # its first figure is its static one (an HTML export shows it): at position 0 every hand points up; at the
+    # default start most fast hands point elsewhere while the slowest still point (nearly) up
+    angles = fingerprint_angles(fingerprint_explorer().position.value, 64)
+    off_up = angle_error(angles, 0.0) > math.radians(30)
+    assert off_up[:8].sum() >= 6, np.degrees(angles[:8])
+    assert angle_error(angles[-4:], 0.0).max() < math.radians(5)
+    assert fingerprint_explorer(max_position=20).position.value == 20  # clipped to the slider's range
 
 
 @pytest.mark.parametrize(
