@@ -481,6 +481,25 @@ def test_matches_transformers_on_random_configs(hf, rope_type):
         assert our_attention == pytest.approx(their_attention, rel=1e-12), what
 
 
+@pytest.mark.parametrize("factor", [1.0, 2.0, 4.0])
+def test_dynamic_alpha_of_transformers_is_the_papers_only_at_factor_one(hf, factor):
+    """An old note said the library's dynamic init, given seq_len, computes the YaRN paper's alpha = l / L. Read
+    alpha back from the library's slowest pair (NTK divides it by exactly alpha): it is emozilla's
+    factor * l / L - (factor - 1), which is the paper's only for factor 1; posref's equals the library's bit for bit."""
+    dim, base, length = 16, 50.0, 64
+    plain_slowest = base ** (-(dim - 2) / dim)
+    for seq_len in (32, 64, 128, 256, 512):
+        config = hf.hf_config(dim, base=base, scaling={"rope_type": "dynamic", "factor": factor},
+                              max_position_embeddings=length)  # fmt: skip
+        theirs, _ = hf.hf_init(config, seq_len=seq_len)
+        alpha = plain_slowest / theirs[-1].item()
+        n = max(seq_len, length)
+        assert alpha == pytest.approx(factor * n / length - (factor - 1), rel=1e-5), seq_len
+        assert (alpha == pytest.approx(n / length, rel=1e-5)) == (factor == 1.0 or n == length), seq_len
+        scaling = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": length}
+        assert torch.equal(rope_frequencies(dim, base=base, scaling=scaling, seq_len=seq_len)[0], theirs)
+
+
 @pytest.mark.parametrize(
     ("head_dim", "base"), [(8, 10000.0), (64, 10000.0), (128, 500000.0), (256, 1e6), (80, 1e4)]
 )
