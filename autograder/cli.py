@@ -1,7 +1,8 @@
 """The instructor's commands, each wrapping nbgrader (plain nbgrader commands keep working):
 
     python -m autograder release ASSIGNMENT
-    python -m autograder import PATH [--assignment ASSIGNMENT]      (a folder or an archive of submissions)
+    python -m autograder import PATH [--assignment ASSIGNMENT] [--timestamp TIME] [--roster CSV]
+                                   (a folder, an archive, or a Canvas or Moodle "download all submissions" zip)
     python -m autograder autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--student ID ... | --regrade]
                                    [--cell-timeout S] [--notebook-timeout S]
     python -m autograder feedback ASSIGNMENT
@@ -24,6 +25,7 @@ from autograder.demo.run import demo
 from autograder.export import export, print_table
 from autograder.grade import autograde, print_summary
 from autograder.lab import lab
+from autograder.late import parse_time
 from autograder.submissions import import_submissions
 from posref.launch import passed_on
 
@@ -41,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import")
     p.add_argument("path", type=Path)
     p.add_argument("--assignment")
+    p.add_argument(
+        "--timestamp",
+        type=parse_time,
+        help="when these were submitted (e.g. '2026-10-05 23:59 UTC'), instead of the archive's own times",
+    )
+    p.add_argument(
+        "--roster",
+        type=Path,
+        help="CSV id,first_name,last_name[,lms_id]: a course site's students to ids (default: the gradebook's)",
+    )
     p = sub.add_parser("autograde")
     p.add_argument("assignment")
     where = p.add_mutually_exclusive_group()
@@ -81,7 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "release":
         course.release(args.assignment)
     elif args.command == "import":
-        print("imported:", ", ".join(import_submissions(args.path, args.assignment)))
+        imported = import_submissions(
+            args.path, args.assignment, timestamp=args.timestamp, roster=args.roster
+        )
+        print("imported:", ", ".join(imported))
     elif args.command == "autograde":
         print_summary(
             args.assignment,

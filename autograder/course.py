@@ -13,7 +13,11 @@ import os
 import subprocess
 import sys
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
+
+from traitlets import Dict
+from traitlets.config import Configurable
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
@@ -80,6 +84,72 @@ def nbgrader(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
+def config():
+    """The course's nbgrader configuration (``nbgrader_config.py``), read now."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader(str(CONFIG)).load_config()
+
+
+# Due dates (late work: autograder/late.py)
+
+
+class CourseDueDates(Configurable):
+    """Each assignment's due date, in ``nbgrader_config.py``."""
+
+    due_dates = Dict(
+        help="assignment -> due date, a time with its zone, e.g. '2026-10-05 23:59:00 +02:00' or '... UTC'; "
+        "an assignment not listed keeps the due date of nbgrader's gradebook (`nbgrader db assignment add "
+        "NAME --duedate=...`), or has none (never late)"
+    ).tag(config=True)
+
+
+def aware(when: datetime) -> datetime:
+    """nbgrader's UTC times are naive: the same time, marked UTC."""
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+
+
+def parse_time(text: str) -> datetime:
+    """A time typed by an instructor (``--timestamp``, a due date): any form nbgrader reads; without a zone,
+    UTC (nbgrader's rule)."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        return aware(parse_utc(text))
+    except (ValueError, OverflowError) as err:
+        raise SystemExit(
+            f"{text!r} is not a time: write one such as '2026-10-05 23:59:00 UTC' or '2026-10-05T23:59+02:00'"
+        ) from err
+
+
+def configured_due_dates(config) -> dict[str, datetime]:
+    return {a: parse_time(str(t)) for a, t in CourseDueDates(config=config).due_dates.items()}
+
+
+def due_date(assignment: str) -> datetime | None:
+    """The assignment's due date (UTC): the configuration's, else the gradebook's, else None."""
+    from nbgrader.api import MissingEntry
+
+    configured = configured_due_dates(config()).get(assignment)
+    if configured is not None:
+        return configured
+    with gradebook() as gb:
+        try:
+            when = gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+    return None if when is None else when.replace(tzinfo=timezone.utc)
+
+
+def enter_due_date(assignment: str, otherwise: datetime | None = None) -> None:
+    """The configuration's due date of ``assignment`` (else ``otherwise``) into nbgrader's gradebook, where
+    nbgrader counts how late a submission is; nothing when neither is given."""
+    when = configured_due_dates(config()).get(assignment, otherwise)
+    if when is not None:
+        with gradebook() as gb:
+            gb.update_or_create_assignment(assignment, duedate=when.replace(tzinfo=None))
+
+
 def assignments() -> list[str]:
     """The assignments of the course: folders of the source directory (``solutions/``) that hold a notebook."""
     return sorted({p.parent.name for p in source_dir().glob("*/*.ipynb")})
@@ -120,7 +190,9 @@ def release(assignment: str) -> None:
     from autograder.start_page import release_start_page
 
     require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
+    earlier = due_date(assignment)  # `nbgrader db assignment add` without --duedate clears the gradebook's
     nbgrader("db", "assignment", "add", assignment)
+    enter_due_date(assignment, earlier)
     nbgrader("generate_assignment", assignment, "--force")
     release_start_page(source_dir(), release_dir())
 

@@ -1,19 +1,35 @@
 """``python -m autograder export``: one CSV row per student and notebook, telling "0" from "could not grade".
 
 The rows come from the JSON records of the score of record (``records/<assignment>/<student>.json``), the
-students from the gradebook and from ``submitted/``; the CSV is safe to open in a spreadsheet.
+students from the gradebook and from ``submitted/``; the CSV is safe to open in a spreadsheet. Late work: the
+submission's time (nbgrader's ``timestamp.txt``), hours late and the late penalty nbgrader assigned from the
+score of record (``late.py``); ``score`` is the score after the penalty, as in ``nbgrader export``.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
+from autograder import late
 from autograder.course import course_dir, gradebook, require_assignment, source_dir
 from autograder.submissions import fingerprint
+
+FIELDS = [
+    "student",
+    "notebook",
+    "score",
+    "max_score",
+    "late_penalty",
+    "submitted",
+    "hours_late",
+    "status",
+    "reason",
+]
 
 
 def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
@@ -33,40 +49,54 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
     records = course / "records" / assignment
     students |= {p.stem for p in records.glob("*.json")}
     rows = []
+    due = late.due_date(assignment)
 
-    def without_score(student: str, status: str, reason: str) -> None:
+    def when(folder: Path, data: dict | None = None) -> dict:
+        """The submission's time and hours late: the record's (what was graded), else the folder's."""
+        if data is not None and "submitted" in data:
+            submitted = None if data["submitted"] is None else datetime.fromisoformat(data["submitted"])
+        else:
+            submitted = late.read_timestamp(folder) if folder.is_dir() else None
+        hours = late.seconds_late(submitted, due) / 3600
+        return {"submitted": "" if submitted is None else f"{submitted:%Y-%m-%d %H:%M:%S} UTC",
+                "hours_late": f"{hours:.2f}" if hours else ""}  # fmt: skip
+
+    def without_score(student: str, status: str, reason: str, time: dict) -> None:
         rows.extend({"student": student, "notebook": name, "score": "", "max_score": f"{top:g}",
-                     "status": status, "reason": reason} for name, top in points.items())  # fmt: skip
+                     "late_penalty": "", **time, "status": status, "reason": reason}
+                    for name, top in points.items())  # fmt: skip
 
     for student in sorted(students):
         folder, path = submitted / student / assignment, records / f"{student}.json"
         again = f"run `python -m autograder autograde {assignment} --student {student}`"
         if not path.exists():
             if folder.is_dir():
-                without_score(student, "not graded", f"imported, not autograded yet: {again}")
+                without_score(student, "not graded", f"imported, not autograded yet: {again}", when(folder))
             else:
-                without_score(student, "not submitted", "")
+                without_score(student, "not submitted", "", when(folder))
             continue
         data = json.loads(path.read_text())
         if folder.is_dir() and data.get("submission") not in (None, fingerprint(folder)):
-            without_score(student, "not graded", f"imported again after it was graded: {again}")
+            without_score(student, "not graded", f"imported again after it was graded: {again}", when(folder))
             continue
+        time = when(folder, data)
         if data.get("error"):
             rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
-                         "status": "could not grade", "reason": f"grader error: {data['error']}"})  # fmt: skip
+                         "late_penalty": "", **time, "status": "could not grade",
+                         "reason": f"grader error: {data['error']}"})  # fmt: skip
         for nb in data["notebooks"]:
             problems = "; ".join(nb["problems"])
+            penalty = nb.get("late_penalty") or 0.0
             rows.append({
                 "student": data["student"], "notebook": nb["notebook"],
-                "score": "" if nb["score"] is None else f"{nb['score']:g}", "max_score": f"{nb['max_score']:g}",
+                "score": "" if nb["score"] is None else f"{nb['score'] - penalty:g}",
+                "max_score": f"{nb['max_score']:g}", "late_penalty": f"{penalty:g}" if penalty else "", **time,
                 "status": nb["status"], "reason": nb["reason"] or problems,
             })  # fmt: skip
     csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(
-            f, fieldnames=["student", "notebook", "score", "max_score", "status", "reason"]
-        )
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
@@ -93,6 +123,8 @@ def print_table(rows: list[dict], expected: dict | None = None) -> None:
     print(f"{'student':<11} {'score':>7}  {'status':<16} reason")
     for row in rows:
         score = f"{row['score'] or '-'}/{row['max_score']}"
+        if row.get("late_penalty"):
+            row = {**row, "reason": f"{row['hours_late']} h late: -{row['late_penalty']}; {row['reason']}"}
         extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
         student, reason = _printable(row["student"]), _printable(row["reason"][:110])
         print(f"{student:<11} {score:>7}  {row['status']:<16} {reason}{extra}")

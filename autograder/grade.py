@@ -30,7 +30,7 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder import gradebook
+from autograder import gradebook, late
 from autograder.cluster import dask_client
 from autograder.course import (
     CONFIG,
@@ -133,6 +133,8 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
             continue
         autograded = course / "autograded" / student / assignment / name
         gradebook.write_scores(assignment, student, Path(name).stem, record, autograded)
+    # nbgrader's autograde assigned its late penalty before the scores above were in: assigned again from them
+    when = late.penalise(assignment, student, scored["notebooks"], nb_run["success"])
     out = {
         "student": student,
         "assignment": assignment,
@@ -140,6 +142,7 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
         "worker": scored["worker"],
         "submission": submission,
         "source": source,
+        **when,
         "notebooks": scored["notebooks"],
     }
     _write_record(out)
@@ -228,6 +231,7 @@ def autograde(
     from tqdm import tqdm
 
     require_released(assignment)
+    late.enter_due_date(assignment, late.due_date(assignment))
     submitted = course_dir() / "submitted"
     found = (
         sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []

@@ -92,6 +92,18 @@ c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplemented
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
 
+# Late work (autograder/late.py). Each assignment's due date, a time with its zone; an assignment not listed keeps
+# the due date of the gradebook (`nbgrader db assignment add NAME --duedate=...`) or has none (never late):
+c.CourseDueDates.due_dates = {
+    # "01_order": "2026-10-05 23:59:00 +02:00",
+}
+# The penalty: nbgrader's LateSubmissionPlugin API. This course's plugin takes 1% of a notebook's score per
+# started hour late, and all of it from 72 hours late; nbgrader's own "nbgrader.plugins.LateSubmissionPlugin"
+# with c.LateSubmissionPlugin.penalty_method = "zero" gives 0 to any late submission, "none" no penalty.
+c.AssignLatePenalties.plugin_class = "autograder.late.PenaltyPerHour"  # a name: only autograde imports it
+c.PenaltyPerHour.fraction_per_hour = 0.01
+c.PenaltyPerHour.zero_after_hours = 72.0
+
 
 class StudentCellsSanitized(SanitizeHTML):
     """nbconvert's SanitizeHTML for what a student wrote: every cell but the locked cells of the source notebook

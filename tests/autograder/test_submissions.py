@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import zipfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from autograder import late
 from autograder.submissions import import_submissions
 
 
@@ -76,3 +79,56 @@ def test_import_says_what_is_wrong_with_what_it_was_given(tmp_path, monkeypatch,
     with pytest.raises(SystemExit, match=re.escape(message)):
         import_submissions(path, assignment)
     assert not (tmp_path / "course" / "submitted").exists()
+
+
+def _zip(tmp_path: Path, entries: dict[str, tuple]) -> Path:
+    """A zip whose entries have these DOS times (as a course site writes them)."""
+    path = tmp_path / "download.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, when in entries.items():
+            archive.writestr(zipfile.ZipInfo(name, date_time=when), "{}")
+    return path
+
+
+def test_import_takes_a_canvas_download_as_it_comes(tmp_path, monkeypatch, capsys):
+    """Canvas puts every file at the top as <name>[_LATE]_<user id>_<file id>_<file name>; its entry times are
+    the download's, so only the LATE flag tells the time: 1 s after the due date, said on stderr."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,email,lms_id\ns1001,Jane,Smith,,12345\ns1002,Li,Wei,,555\n")
+    due = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
+    monkeypatch.setattr(late, "due_date", lambda assignment: due)
+    download = _zip(tmp_path, {
+        "smithjane_12345_67890_02_absolute.ipynb": (2026, 11, 1, 9, 0, 0),  # by user id
+        "weili_LATE_777_67892_02_absolute-1.ipynb": (2026, 11, 1, 9, 0, 0),  # by name; uploaded twice
+        "doejohn_LATE_999_67893_02_absolute.ipynb": (2026, 11, 1, 9, 0, 0),  # not on the roster
+    })  # fmt: skip
+    assert import_submissions(download, roster=roster) == ["doejohn", "s1001", "s1002"]
+    assert _submitted(course) == [f"{s}/02_absolute/02_absolute.ipynb" for s in ("doejohn", "s1001", "s1002")]
+    err = capsys.readouterr().err
+    assert "no roster entry for doejohn (Canvas 999) -> doejohn (the name as id)" in err
+    assert "s1002/02_absolute: Canvas: LATE (time not in the download: 1 s after the due date)" in err
+    assert late.read_timestamp(course / "submitted" / "s1002" / "02_absolute") == due + timedelta(seconds=1)
+    assert (
+        late.read_timestamp(course / "submitted" / "s1001" / "02_absolute") is None
+    )  # on time, time unknown
+
+
+def test_import_takes_a_moodle_download_as_it_comes(tmp_path, monkeypatch, capsys):
+    """Moodle: a folder <Full Name>_<participant id>_assignsubmission_file_ per student (or that prefix on each
+    file); the entry times are the stored files', read as this machine's local time (DOS times have no zone)."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    download = _zip(tmp_path, {
+        "Jane Smith_123456_assignsubmission_file_/02_absolute.ipynb": (2026, 10, 5, 20, 0, 0),
+        "Jane Smith_123456_assignsubmission_onlinetext_/onlinetext.html": (2026, 10, 5, 20, 0, 0),
+        "Anna-Lena Müller_123457_assignsubmission_file_02_absolute (1).ipynb": (2026, 10, 6, 23, 30, 0),
+    })  # fmt: skip
+    assert import_submissions(download, "02_absolute") == ["anna_lena_müller", "jane_smith"]
+    assert _submitted(course) == [
+        "anna_lena_müller/02_absolute/02_absolute.ipynb", "jane_smith/02_absolute/02_absolute.ipynb"
+    ]  # fmt: skip
+    folder = course / "submitted" / "anna_lena_müller" / "02_absolute"
+    assert late.read_timestamp(folder) == datetime(2026, 10, 6, 23, 30).astimezone(timezone.utc)  # local time
+    assert "Jane Smith (Moodle 123456) -> jane_smith (the name as id)" in capsys.readouterr().err

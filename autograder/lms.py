@@ -1,0 +1,156 @@
+"""A course site's "download all submissions" archive, as it comes, into ``<student>/<assignment>/<notebook>``.
+
+Two layouts (of one assignment each), read from the names their code gives the files:
+
+- Canvas: every file at the top, ``<name>_<user id>_<file id>_<file name>``, with ``_LATE`` after the name when
+  Canvas counts the submission late (``smithjane_LATE_12345_67890_02_absolute.ipynb``); ``<name>`` is the
+  student's sortable name squashed ("Smith, Jane" -> ``smithjane``); a file uploaded again ends ``-1``, ``-2``
+  before its extension. Canvas writes each file into the zip when it is downloaded: the entry times are the
+  download's, not the submission's, and only the LATE flag says anything about time.
+- Moodle: a folder ``<Full Name>_<participant id>_assignsubmission_file_`` per student holding the files as
+  uploaded (``Jane Smith_123456_assignsubmission_file_/02_absolute.ipynb``), or, with "download submissions
+  in folders" off, the same prefix on each file (``Jane Smith_123456_assignsubmission_file_02_absolute.ipynb``).
+  The participant id is Moodle's per assignment, not a user id; the entry times are those of the stored files.
+
+Student ids: a roster (nbgrader's student CSV, ``id,first_name,last_name,email``, and an optional ``lms_id``
+column with the Canvas user id), else the students of the gradebook, matched on the Canvas user id or on the
+name; a student matched by neither gets the name as id (Canvas's squashed name, Moodle's full name in lower case
+with ``_`` between words), and import says so.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<file_id>\d+)_(?P<file>.+)$")
+MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_$")
+MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
+AGAIN = re.compile(r"^(?P<stem>.+?)(-\d+| \(\d+\))$")  # Canvas's "-1" and a browser's " (1)" on a file again
+
+
+@dataclass
+class Entry:
+    """One student's files in the download."""
+
+    lms: str  # "Canvas" or "Moodle"
+    name: str  # as the LMS wrote it
+    user: str  # Canvas user id / Moodle participant id
+    files: list[tuple[Path, str]] = field(default_factory=list)  # (extracted file, name as uploaded)
+    late: bool | None = None  # Canvas's flag; None where the layout carries none
+
+
+def _words(text: str) -> str:
+    return "_".join(re.findall(r"\w+", text.casefold())).strip("_")
+
+
+def _squashed(text: str) -> str:
+    return "".join(re.findall(r"[^\W_]+", text.casefold()))
+
+
+def read_layout(root: Path) -> list[Entry]:
+    """The students of a Canvas or Moodle download at ``root``; [] when ``root`` is laid out otherwise."""
+    entries: dict[tuple[str, str], Entry] = {}
+    for item in sorted(root.iterdir()):
+        if item.name.startswith(".") or item.name == "__MACOSX":
+            continue
+        canvas = CANVAS.match(item.name) if item.is_file() else None
+        folder = MOODLE_FOLDER.match(item.name) if item.is_dir() else None
+        flat = MOODLE_FILE.match(item.name) if item.is_file() else None
+        if folder or flat:
+            match = folder or flat
+            entry = entries.setdefault(
+                ("Moodle", match["user"]), Entry("Moodle", match["name"], match["user"])
+            )
+            if match["plugin"] != "file":  # online text, comments: not a notebook
+                continue
+            if folder:
+                entry.files += [
+                    (p, p.relative_to(item).as_posix()) for p in sorted(item.rglob("*")) if p.is_file()
+                ]
+            else:
+                entry.files.append((item, match["file"]))
+        elif canvas:
+            entry = entries.setdefault(
+                ("Canvas", canvas["user"]), Entry("Canvas", canvas["name"], canvas["user"])
+            )
+            entry.files.append((item, canvas["file"]))
+            entry.late = bool(entry.late) or bool(canvas["late"])
+        else:
+            return []  # something else at the top: not a download of either
+    return list(entries.values())
+
+
+def read_roster(path: Path | None) -> list[dict]:
+    """The roster's rows (nbgrader's student CSV: ``id`` required, ``first_name``, ``last_name``, ``email``,
+    ``lms_id`` optional), else the gradebook's students."""
+    if path is None:
+        from autograder import course
+
+        with course.gradebook() as gb:
+            return [{"id": s.id, "first_name": s.first_name or "", "last_name": s.last_name or "", "lms_id": ""}
+                    for s in gb.students]  # fmt: skip
+    if not path.is_file():
+        raise SystemExit(
+            f"no roster at {path}: give a CSV with a header line id,first_name,last_name[,lms_id]"
+        )
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "id" not in rows[0]:
+        raise SystemExit(
+            f"the roster {path} has no 'id' column: its header must name id (the student id of the course) and "
+            f"first_name, last_name (to match names) or lms_id (the Canvas user id); it has {list(rows[0]) if rows else 'no rows'}"
+        )
+    return rows
+
+
+def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str], list[str]]:
+    """entry index -> student id, and a line for each id made from a name (no roster row matched)."""
+    by_user = {r.get("lms_id", "").strip(): r["id"] for r in roster if r.get("lms_id", "").strip()}
+    by_name: dict[str, str] = {}
+    for r in roster:
+        first, last = r.get("first_name", "").strip(), r.get("last_name", "").strip()
+        if first or last:
+            by_name.setdefault(_squashed(last + first), r["id"])  # Canvas: "Last, First" squashed
+            by_name.setdefault(_words(f"{first} {last}"), r["id"])  # Moodle: "First Last"
+            by_name.setdefault(_words(f"{last} {first}"), r["id"])
+    ids, made, taken = {}, [], set()
+    for i, entry in enumerate(entries):
+        key = _squashed(entry.name) if entry.lms == "Canvas" else _words(entry.name)
+        found = (by_user.get(entry.user) if entry.lms == "Canvas" else None) or by_name.get(key)
+        if found is None:
+            found = key or f"{entry.lms.lower()}_{entry.user}"
+            if found in taken:  # two students of one name
+                found = f"{found}_{entry.user}"
+            made.append(f"{entry.name} ({entry.lms} {entry.user}) -> {found}")
+        ids[i] = found
+        taken.add(found)
+    return ids, made
+
+
+def notebook_name(uploaded: str, expected: set[str]) -> str:
+    """The name a notebook is graded under: as uploaded, or without Canvas's ``-1`` or a browser's `` (1)``
+    when that is one of the assignment's notebooks."""
+    path = Path(uploaded)
+    if path.name in expected or path.suffix != ".ipynb":
+        return uploaded
+    again = AGAIN.match(path.stem)
+    if again and f"{again['stem']}.ipynb" in expected:
+        return str(path.with_name(f"{again['stem']}.ipynb"))
+    return uploaded
+
+
+def rearrange(
+    entries: list[Entry], ids: dict[int, str], assignment: str, expected: set[str], out: Path
+) -> None:
+    """``out/<student>/<assignment>/<file>`` for every entry, file times kept (copy2)."""
+    for i, entry in enumerate(entries):
+        folder = out / ids[i] / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for source, uploaded in entry.files:
+            target = folder / notebook_name(uploaded, expected)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
