@@ -12,6 +12,9 @@ module per explorer (figure function / explorer: what it shows, notebook):
 * ``position_loss``: ``position_loss_figure`` / ``position_loss_explorer``: the loss at each position of trained
   models by evaluation length (06, 08; the one explorer that imports ``posref.lab``).
 
+``fonts``: ``sentence_text(chinese, pinyin)``, what a figure writes for the lecture's Chinese examples (the
+characters where a CJK font exists, pinyin otherwise), and ``cjk_font()``, the font found (01, 00_start).
+
 An explorer's state is plain Python: ``explorer.controls`` maps names to sliders (each is also an attribute,
 e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``explorer.png`` its PNG bytes,
 which is also exactly what its ``Output`` shows and its static figure.
@@ -21,6 +24,7 @@ from posref.explorers.base import Explorer, figure_png
 from posref.explorers.bias import bias_heatmap_explorer, bias_heatmap_figure, t5_illustrative_table
 from posref.explorers.decay import decay_curves, decay_explorer, decay_figure, roformer_bound
 from posref.explorers.fingerprint import fingerprint_angles, fingerprint_explorer, fingerprint_figure
+from posref.explorers.fonts import cjk_font, sentence_text
 from posref.explorers.position_loss import (
     LossCurves,
     moving_average,
@@ -35,6 +39,7 @@ __all__ = [
     "LossCurves",
     "bias_heatmap_explorer",
     "bias_heatmap_figure",
+    "cjk_font",
     "decay_curves",
     "decay_explorer",
     "decay_figure",
@@ -52,5 +57,6 @@ __all__ = [
     "scaling_explorer",
     "scaling_figure",
     "scaling_inspection",
+    "sentence_text",
     "t5_illustrative_table",
 ]
