@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import fcntl
 import io
+import linecache
 import math
 import mmap
 import os
@@ -37,7 +38,6 @@ import select
 import struct
 import subprocess
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -55,7 +55,7 @@ from posref.grading.plain_data import (
     unreadable,
 )
 from posref.grading.processes import frozen, process_tree
-from posref.grading.report import error_text, same_values
+from posref.grading.report import error_text, same_values, where_it_raised
 from posref.grading.scratch import write_files
 
 MAX_FRAME = 256 * 2**20
@@ -178,8 +178,15 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
     errors = {}
     for index, source in program["cells"]:
         send({"event": "cell", "index": index})
+        name = f"<cell {index}>"
+        linecache.cache[name] = (
+            len(source),
+            None,
+            source.splitlines(keepends=True),
+            name,
+        )  # lines in messages
         try:
-            exec(compile(source, f"<cell {index}>", "exec"), namespace)
+            exec(compile(source, name, "exec"), namespace)
         except BaseException as err:  # noqa: BLE001  (a cell's SystemExit or KeyboardInterrupt is its own failure)
             errors[index] = error_text(err)
     names = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("__"))
@@ -210,9 +217,8 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             if changed:
                 result["changed"] = changed
         except BaseException as err:  # noqa: BLE001
-            last = traceback.extract_tb(err.__traceback__)[-1:]
-            where = f" (line {last[0].lineno} of {last[0].filename})" if last else ""
-            result = {"error": error_text(err) + where}
+            # the student's own line (their cells' sources are in linecache), never a path of this machine
+            result = {"error": error_text(err) + where_it_raised(err)}
         send(result)
 
 

@@ -39,6 +39,30 @@ def _students(filename: str) -> bool:
     return not any(path.is_relative_to(folder) for folder in _NOT_THEIRS)
 
 
+def where_it_raised(err: BaseException) -> str:
+    """`` (line 3 of cell 5: `y = x @ w`)``: the student's own line where ``err`` was raised or passed through
+    last (the innermost of their frames), never a path of the machine it ran on; '' when no frame is theirs.
+    A cell run by the score of record's child is ``<cell N>`` (N counts the source notebook's cells from 0); a
+    notebook cell in the student's kernel is "your cell"; a module of theirs is named by its file name. A stub's
+    ``NotImplementedError`` gets none: what it says (or the stub hint) is what to do."""
+    if isinstance(err, NotImplementedError):
+        return ""
+    tb = traceback.extract_tb(err.__traceback__)
+    frames = [f for f in tb if _students(f.filename) and not f.filename.startswith(("<frozen", "<string"))]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    name = frame.filename
+    if name.startswith("<cell ") and name.endswith(">"):
+        place = name[1:-1]
+    elif name.startswith("<") or "ipykernel_" in name or "ipython-input" in name:
+        place = "your cell"
+    else:
+        place = Path(name).name
+    code = (frame.line or "").strip()
+    return f" (line {frame.lineno} of {place}" + (f": `{code[:160]}`)" if code else ")")
+
+
 class CheckFailed(AssertionError):
     """A student's function differs from the reference; the message says how, on which case, and why if known.
 
@@ -361,7 +385,7 @@ def first_difference(
             raise
         # the student's code raised: that is a failed case, reported with its arguments
         except Exception as err:
-            did = getattr(err, "reported_as", None) or f"raised {error_text(err)}"
+            did = getattr(err, "reported_as", None) or f"raised {error_text(err)}{where_it_raised(err)}"
             if (
                 did == "raised NotImplementedError"
             ):  # a bare stub (the course's stubs say what to do themselves)

@@ -4,6 +4,7 @@ The children here run without the sandbox (quick to start): what these tests nee
 
 from __future__ import annotations
 
+import linecache
 import os
 import time
 
@@ -12,6 +13,7 @@ import torch
 from course_helpers import FIND_PIPE, PLAIN_PYTHON, plain_child
 
 from autograder.course import REPO
+from posref.grading import CheckFailed
 from posref.grading.plain_data import MAX_TEXT
 from posref.grading.remote import Child, ChildFailed, RemoteFunction, StudentError
 
@@ -181,3 +183,43 @@ for _ in range(1200):
         Child(PLAIN_PYTHON, [(0, code), (1, "x = 1")], python_path=[str(REPO)], cell_timeout=120)
     assert failure.value.cell == 0
     assert time.monotonic() - started < 100
+
+
+BUG_IN_TORCH = """import torch
+import torch.nn.functional as F
+def alibi_bias(slopes, q_positions, k_positions):
+    distance = (q_positions[:, None] - k_positions[None, :]).abs()
+    return -slopes[:, None, None] * F.softmax(distance.to(slopes.dtype), dim=3)
+"""
+
+
+def test_a_failure_raised_inside_torch_names_the_students_line_and_no_path_of_the_grader():
+    """A shape error raised inside torch read "(line 2142 of <grader's venv>/site-packages/torch/nn/
+    functional.py)" in the score of record; the student's own line is what they can act on."""
+    from posref.grading import check_alibi_bias
+
+    def refused(message: str) -> None:
+        for path in ("site-packages", "functional.py", "remote.py", "posref/", "/tmp/", str(REPO)):
+            assert path not in message, (path, message)
+
+    # the feedback layer: the cell as IPython compiles it (a file of the kernel's, its source in linecache)
+    cell = "/tmp/ipykernel_4242/3141592653.py"
+    linecache.cache[cell] = (len(BUG_IN_TORCH), None, BUG_IN_TORCH.splitlines(keepends=True), cell)
+    namespace: dict = {}
+    exec(compile(BUG_IN_TORCH, cell, "exec"), namespace)
+    line = "line 5 of {}: `return -slopes[:, None, None] * F.softmax(distance.to(slopes.dtype), dim=3)`"
+    with pytest.raises(CheckFailed) as failed:
+        check_alibi_bias(namespace["alibi_bias"])
+    assert "IndexError: Dimension out of range" in str(failed.value)
+    assert line.format("your cell") in str(failed.value)
+    refused(str(failed.value))
+    # the score of record: the same cell, run as the source notebook's cell 7 in the child
+    child = Child(PLAIN_PYTHON, [(7, BUG_IN_TORCH)], python_path=[str(REPO)], call_timeout=60)
+    try:
+        with pytest.raises(CheckFailed) as failed:
+            check_alibi_bias(RemoteFunction(child, "alibi_bias"), hidden=True)
+    finally:
+        child.close()
+    assert "IndexError: Dimension out of range" in str(failed.value)
+    assert line.format("cell 7") in str(failed.value)
+    refused(str(failed.value))
