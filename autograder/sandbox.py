@@ -1,7 +1,7 @@
 """The sandbox that runs student code: bubblewrap, resource limits, and an unprivileged user.
 
-A child sees a minimal root: the system directories and the Python environment read-only, posref and its
-``data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only at ``/opt/posref``, a private
+A child sees a minimal root: the system directories and the Python environment read-only, posref with its
+``posref/data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only at ``/opt/posref``, a private
 size-limited ``/tmp`` and ``/dev/shm``, and as its working directory ``/scratch``, a size-limited tmpfs into
 which the child itself writes the student's submission folder (without notebooks) before any student code runs
 (``submission_files``): nothing a child writes reaches the course's disk, and it all vanishes with the child.
@@ -177,7 +177,6 @@ class Sandbox:
             *binds,
             "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", POSREF_IN_SANDBOX,
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
-            "--ro-bind", str(REPO / "data"), f"{POSREF_IN_SANDBOX}/data",  # corpus and checkpoints (06-08)
             "--perms", "1777", "--size", str(self.limits.scratch_size), "--tmpfs", "/scratch", "--chdir", "/scratch",
             "--", *drop, python, "-I",
         ]  # fmt: skip

@@ -11,7 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from posref.lab.checkpoints import add_train_checkpoints
+from posref.lab.tasks import DATA_DIR
 from posref.launch import add_lab
+
+MODEL_CONFIGS = DATA_DIR / "model_configs.json"  # RoPE settings of real models, shipped with posref
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
@@ -36,11 +39,16 @@ def add_inspect(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect",
         help="what a model's RoPE scaling does to each frequency pair",
-        description="Read a config.json (or one model of data/model_configs.json) and report its RoPE method, "
-        "base, factor, original vs claimed context and which frequency pairs are kept, blended or "
+        description="Read a config.json (or one model of posref's model_configs.json) and report its RoPE "
+        "method, base, factor, original vs claimed context and which frequency pairs are kept, blended or "
         "interpolated; save a plot of wavelength per pair before and after scaling.",
     )
-    parser.add_argument("config", help="a config.json, or a collection such as data/model_configs.json")
+    parser.add_argument(
+        "config",
+        nargs="?",
+        default=str(MODEL_CONFIGS),
+        help="a config.json, or a collection of them (default: posref's model_configs.json of real models)",
+    )
     parser.add_argument("--model", help="with a collection: the model's name (or a unique part of it)")
     parser.add_argument(
         "--seq-len", type=int, help="length for length-dependent methods (default: the claimed context)"

@@ -197,7 +197,7 @@ def plot_wavelengths(inspection: Inspection, path: str | Path) -> Path:
 
 
 def load_config(path: str | Path, model: str | None = None) -> tuple[str, dict[str, Any]]:
-    """Read a ``config.json``, or pick ``model`` from a collection like ``data/model_configs.json``
+    """Read a ``config.json``, or pick ``model`` from a collection like posref's ``data/model_configs.json``
     -> ``(name, config dict)``. ``model`` matches a name exactly (any case) or as a unique substring."""
     path = Path(path)
     try:

@@ -21,8 +21,8 @@ made; the grader stops its clock, then reads the output back. The transport is o
 input and one output copied per round, whatever the number of calls.
 
 Why here and not in autograder/: both ends of the protocol are this module. The child runs
-``from posref.grading.remote import serve`` inside the sandbox, which holds only posref/ and data/ (read-only),
-so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
+``from posref.grading.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
+included), so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
 ``autograder.record``, sits beside it so that the two cannot drift apart.
 """
 

@@ -85,7 +85,7 @@ def limits():
     got += [os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ("/tmp", "/dev/shm")] + [os.getuid()]
     # read-only mounts, not just files the unprivileged uid cannot write (as another user it owns them)
     return got + [bool(os.statvfs(p).f_flag & os.ST_RDONLY) for p in ("/usr", sys.prefix, "/opt/posref/posref",
-                                                                     "/opt/posref/data")]
+                                                                     "/opt/posref/posref/data")]
 """
     command, cwd, path = sandbox.python_command(work)
     child = Child(

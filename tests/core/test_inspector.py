@@ -14,7 +14,7 @@ from posref.cli import main
 from posref.inspector import format_inspection, inspect_rope, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "data" / "model_configs.json"
+DATA = ROOT / "posref" / "data" / "model_configs.json"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -69,6 +69,15 @@ def test_cli_on_a_single_config_json(tmp_path, capsys):
 def test_cli_errors_are_clear(capsys, args, message):
     assert main(["inspect", str(DATA), *args, "--no-plot"]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_cli_reads_the_shipped_collection_without_a_path(capsys):
+    # from any folder (an installed posref has no checkout around it) the collection is the package's own file
+    assert main(["inspect", "--model", "Llama-3.1-8B", "--no-plot"]) == 0
+    without = capsys.readouterr().out
+    assert main(["inspect", str(DATA), "--model", "Llama-3.1-8B", "--no-plot"]) == 0
+    assert without == capsys.readouterr().out
+    assert "method:           llama3" in without
 
 
 def test_cli_missing_file(capsys, tmp_path):
