@@ -77,7 +77,7 @@ def decay_figure(
     Lines (by gid): ``"aligned"``, ``"random"``, ``"bound"``; x is the distance, y the normalised score.
     """
     curves = decay_curves(head_dim, base, max_distance, seed)
-    fig = Figure(figsize=(10, 4.3), dpi=DPI)
+    fig = Figure(figsize=(10, 4.6), dpi=DPI)
     ax = fig.add_subplot()
     x = curves["distance"]
     ax.plot(x, curves["random"], color="tab:orange", lw=0.9, alpha=0.85, gid="random",
@@ -90,13 +90,15 @@ def decay_figure(
     ax.set_xlabel("distance n - m (query at 0, key at n)")
     ax.set_ylabel("score / (|q| |k|)")
     ax.set_xlim(0, max_distance)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(
+        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3
+    )  # below: never over a curve
     ax.set_title(
         f"Does RoPE decay with distance? head_dim={head_dim}, base={base:g}, seed={seed}\n"
         "the bound decays; a score decays only when q and k are aligned (Barbero et al. 2024, arXiv 2410.06205)",
         fontsize=9,
     )
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.2, top=0.87)
     return fig
 
 

@@ -150,7 +150,7 @@ class _ScalingView:
         before = plain.wavelengths()[0].numpy()
         self.pairs = pairs = np.arange(len(before))
 
-        fig = self.figure = Figure(figsize=(12, 4.6), dpi=DPI)
+        fig = self.figure = Figure(figsize=(12, 4.9), dpi=DPI)
         ax_w, ax_r = self.ax_w, self.ax_r = fig.subplots(1, 2)
         untouched = pairs[before > original_len]
         for ax in (ax_w, ax_r):
@@ -187,7 +187,7 @@ class _ScalingView:
         for ax in (ax_w, ax_r):
             ax.set_xlim(-0.5, pairs[-1] + 0.5)
         self.suptitle = fig.suptitle("", fontsize=10)
-        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.84, wspace=0.2)
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.17, top=0.85, wspace=0.2)
 
     def __call__(self, method: str, factor: float) -> Figure:
         inspection = scaling_inspection(
@@ -217,7 +217,8 @@ class _ScalingView:
         )
         ax_r.set_yticks([t for t in ticks if lo <= t <= hi], [f"{t:g}" for t in ticks if lo <= t <= hi])
         ax_r.set_ylim(lo, hi)
-        ax_r.legend(fontsize=8, loc="upper left")
+        # below the axes: inside, it covered the points at s of methods that slow every pair (linear)
+        ax_r.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
         self.ratio_title.set_text(f"how much each pair is slowed down (dashed: 1 and s = {factor:g})")
         counts = inspection.counts()
         summary = ", ".join(f"{counts[k]} {k}" for k in _KIND_COLOURS if counts[k])

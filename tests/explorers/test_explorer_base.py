@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from posref.explorers import (
     bias_heatmap_explorer,
+    decay_explorer,
     fingerprint_explorer,
     fingerprint_figure,
     rope_pair_explorer,
@@ -158,3 +159,53 @@ print("headless ok")
 
 def test_every_explorer_works_headless() -> None:
     run_headless(HEADLESS)
+
+
+def _legends_over_data(fig: Figure) -> list[str]:
+    """Each legend of ``fig`` that covers data of its axes: a line's vertex, a scatter point or an image."""
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        if ax.images and box.overlaps(ax.get_window_extent(renderer)):
+            found.append(f"{ax.get_title()!r}: over the image")
+        points = [
+            line.get_transform().transform(line.get_xydata()) for line in ax.lines if line.get_visible()
+        ]
+        points += [
+            c.get_offset_transform().transform(c.get_offsets())
+            for c in ax.collections
+            if len(c.get_offsets())
+        ]
+        for xy in points:
+            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+            if inside.any():
+                found.append(
+                    f"{ax.get_title()!r}: over {int(inside.sum())} data point(s), e.g. {xy[inside][0]}"
+                )
+                break
+    return found
+
+
+@pytest.mark.parametrize(
+    ("make", "states"),
+    [
+        (rope_pair_explorer, [{}, {"pair": 3, "m": 40, "n": 1}]),
+        (bias_heatmap_explorer, [{}, {"head": 7}]),
+        (decay_explorer, [{}, {"max_distance": 64}, {"base": 100.0, "seed": 3}]),
+        (
+            scaling_explorer,
+            [{}, {"method": "linear"}, {"method": "ntk", "factor": 64.0}, {"method": "yarn", "factor": 2.0}],
+        ),
+    ],
+    ids=["rope_pair", "bias", "decay", "scaling"],
+)
+def test_no_legend_covers_data(make, states) -> None:
+    explorer = make()
+    for values in states:
+        if values:
+            explorer.set(**values)
+        assert _legends_over_data(explorer.figure) == [], values
