@@ -101,6 +101,9 @@ c.CourseDueDates.due_dates = {
 # started hour late, and all of it from 72 hours late; nbgrader's own "nbgrader.plugins.LateSubmissionPlugin"
 # with c.LateSubmissionPlugin.penalty_method = "zero" gives 0 to any late submission, "none" no penalty.
 c.AssignLatePenalties.plugin_class = "autograder.late.PenaltyPerHour"  # a name: only autograde imports it
+# for a plain `nbgrader autograde` (POSREF_ALLOW_PLAIN_AUTOGRADE=1), started from anywhere
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
 c.PenaltyPerHour.fraction_per_hour = 0.01
 c.PenaltyPerHour.zero_after_hours = 72.0
 
