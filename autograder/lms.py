@@ -10,7 +10,8 @@ Two layouts (of one assignment each), read from the names their code gives the f
 - Moodle: a folder ``<Full Name>_<participant id>_assignsubmission_file_`` per student holding the files as
   uploaded (``Jane Smith_123456_assignsubmission_file_/02_absolute.ipynb``), or, with "download submissions
   in folders" off, the same prefix on each file (``Jane Smith_123456_assignsubmission_file_02_absolute.ipynb``).
-  The participant id is Moodle's per assignment, not a user id; the entry times are those of the stored files.
+  The participant id is Moodle's per assignment, not a user id; the entry times, taken as the submission's,
+  are those of Moodle's stored copies of the files (about the upload's).
 
 Student ids: a roster (nbgrader's student CSV, ``id,first_name,last_name,email``, and an optional ``lms_id``
 column with the Canvas user id), else the students of the gradebook, matched on the Canvas user id or on the
