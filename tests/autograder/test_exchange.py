@@ -8,6 +8,7 @@ commands' server extension.
 
 from __future__ import annotations
 
+import csv
 import getpass
 import os
 import subprocess
@@ -65,5 +66,8 @@ def test_release_fetch_submit_collect_grade_through_a_local_exchange(tmp_path):
         REPO,
         instructor_env,
     )
-    [row] = [line.split(",") for line in csv_path.read_text().splitlines()[1:] if line.startswith(me + ",")]
-    assert row[4] == "graded" and row[2] == row[3], row  # every autograded point
+    with open(csv_path, newline="") as f:
+        [row] = [r for r in csv.DictReader(f) if r["student"] == me]
+    assert row["status"] == "graded" and row["score"] == row["max_score"], row  # every autograded point
+    # the time nbgrader's exchange wrote (timestamp.txt) reaches the CSV
+    assert row["submitted"].endswith(" UTC") and row["late_penalty"] == "", row
