@@ -144,7 +144,7 @@ WRONG = {
 NOTEBOOK = {"drop": "08_nope", "LearnedPositions": "02_absolute", "t5_learned_bias": "03_relative"}
 NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07_scaling"}
 TESTS = {
-    "06_length": {"test_per_position_loss", "test_rope_handler", "test_alibi_handler"},
+    "06_length": {"test_per_position_loss", "test_rope_handler", "test_alibi_handler", "test_nope_handler"},
     "08_nope": {"test_causal_mean", "test_nope_handler", "test_drop"},
     "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
     "03_relative": {"test_alibi_slopes", "test_alibi_bias", "test_t5_bucket", "test_t5_learned_bias"},
