@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
+import torch
+
 from autograder.record import Record, grade_notebook
 from autograder.sandbox import Sandbox
 from posref.grading.plain_data import student_text
@@ -75,6 +77,9 @@ def score_student(
     "seconds": ..., "worker": host}``, each record ``Record.to_json()``, in the order of the notebooks' names.
     ``cell_timeout``: seconds for each answer cell and call; ``notebook_timeout``: for one notebook in all."""
     started = time.perf_counter()
+    # the grader's own work (reference computations, comparisons) on one thread: a machine runs a worker per
+    # core, and a second thread each made torch's small operations several times slower under that load
+    torch.set_num_threads(1)
     sandbox, scratch_base = _sandbox()
     with tempfile.TemporaryDirectory(prefix="posref-submission-") as tmp:
         source_dir, submission = Path(tmp) / "source", Path(tmp) / "submission"

@@ -55,11 +55,12 @@ def check_base(name: str, value: object) -> float:
 
 
 def broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
-    """Whether a tensor of ``shape`` broadcasts to ``target`` without enlarging it (each dim 1 or equal)."""
-    try:
-        return torch.broadcast_shapes(shape, target) == target
-    except RuntimeError:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without enlarging it: no more dims, and each of its
+    dims (aligned from the right) 1 or equal to ``target``'s. Plain integer comparisons: ``torch.broadcast_shapes``
+    costs about 0.2 ms a call here, as much as a whole ``apply_rope`` of (1, 8, 256, 64)."""
+    if len(shape) > len(target):
         return False
+    return all(a == 1 or a == b for a, b in zip(reversed(shape), reversed(target), strict=False))
 
 
 def check_same_device(**tensors: torch.Tensor) -> None:

@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+import torch
 
-from posref._checks import check_nonnegative_int, check_seed
+from posref._checks import broadcasts_to, check_nonnegative_int, check_seed
 
 
 @pytest.mark.parametrize("value", [0, 7, np.int64(3)])
@@ -28,3 +29,16 @@ def test_a_seed_is_what_a_torch_generator_takes():
         check_seed("seed", 2**64)
     with pytest.raises(ValueError, match=r"seed must be an int >= 0 \(it picks the windows\), got -1"):
         check_seed("seed", -1, means="it picks the windows")
+
+
+def test_broadcasts_to_agrees_with_torchs_expand_on_every_small_shape_pair():
+    # expand succeeds exactly when a tensor broadcasts to the target without enlarging it
+    sizes = [(), (1,), (3,), (2,), (1, 3), (2, 3), (3, 1), (2, 1, 3), (1, 2, 3), (4, 2, 3)]
+    for shape in sizes:
+        for target in sizes:
+            try:
+                torch.empty(shape).expand(target)
+                expected = True
+            except RuntimeError:
+                expected = False
+            assert broadcasts_to(torch.Size(shape), torch.Size(target)) is expected, (shape, target)
