@@ -8,16 +8,24 @@ record (``autograde`` writes it under the test cells) and takes the manual grade
 Nothing is written into the repository: the gradebook and everything a class produces live in the course
 folder, and JupyterLab's checkpoints of the files an instructor saves go to ``<course>/checkpoints``. Interactive
 kernels run as they do for students: only nbgrader's own Execute step sets ``POSREF_GRADING`` (for its kernels).
+
+Formulas render offline: the formgrader's pages load MathJax from this server (the jupyter-server-mathjax
+package) instead of a CDN, through the template ``autograder/jupyter_data/.../formgrade/mathjax.html.j2``, which
+the server finds first on ``JUPYTER_PATH``.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from autograder import course
 from posref import launch
+
+JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"  # nbconvert/templates/formgrade/mathjax.html.j2
 
 
 def lab_command(extra: Sequence[str] = ()) -> list[str]:
@@ -29,7 +37,15 @@ def lab_command(extra: Sequence[str] = ()) -> list[str]:
     return launch.lab_command(course.REPO, [*options, *extra])
 
 
+def lab_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """posref's lab environment with the instructor's tools, and the course's Jupyter data folder (the
+    formgrader's offline MathJax) first on ``JUPYTER_PATH``."""
+    out = launch.lab_env(instructor_tools=True, env=env)
+    out["JUPYTER_PATH"] = os.pathsep.join(filter(None, (str(JUPYTER_DATA), out.get("JUPYTER_PATH"))))
+    return out
+
+
 def lab(extra: Sequence[str] = ()) -> int:
     """Run the instructor's JupyterLab until it is stopped; its exit status."""
     print(f"autograder lab: course folder {course.course_dir()}", file=sys.stderr)
-    return subprocess.call(lab_command(extra), cwd=course.REPO, env=launch.lab_env(instructor_tools=True))
+    return subprocess.call(lab_command(extra), cwd=course.REPO, env=lab_env())

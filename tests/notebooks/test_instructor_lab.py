@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,16 @@ def test_formgrader_lists_the_course_and_opens_a_submission_with_its_score_of_re
         )
         [notebook] = json.loads(server.api("GET", "/formgrader/api/submitted_notebooks/01_order/01_order"))
         with browser_page(chromium, server.home, width=1400) as page:
+            # offline, as in a classroom without internet: every request that is not to this server fails
+            blocked: list[str] = []
+
+            def only_this_server(route):
+                if urllib.parse.urlsplit(route.request.url).hostname in ("127.0.0.1", "localhost"):
+                    return route.continue_()
+                blocked.append(route.request.url)
+                return route.abort()
+
+            page.route("**/*", only_this_server)
             try:
                 page.goto(f"{server.url}/formgrader/manage_assignments?token={server.token}")
                 page.locator("table a", has_text="01_order").first.wait_for()
@@ -164,6 +175,8 @@ def test_formgrader_lists_the_course_and_opens_a_submission_with_its_score_of_re
                 page.goto(f"{server.url}/formgrader/submissions/{notebook['id']}/")
                 record = page.locator(".output_area pre", has_text="Score of record").first
                 record.wait_for()
+                # the notebook's formulas typeset by MathJax (from this server, the CDN being unreachable)
+                page.locator(".text_cell_render .MathJax").first.wait_for()
                 record.scroll_into_view_if_needed()
                 page.screenshot(path=str(shot_dir / "formgrader_submission.png"))
                 # manual grading: a score typed for a written answer is saved in the course's gradebook
