@@ -25,7 +25,8 @@ from pathlib import Path
 from autograder import course
 from posref import launch
 
-JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"  # nbconvert/templates/formgrade/mathjax.html.j2
+# holds nbconvert/templates/formgrade/mathjax.html.j2
+JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
 
 
 def lab_command(extra: Sequence[str] = ()) -> list[str]:
