@@ -39,11 +39,10 @@ def test_rule_rejects_missing_or_meaningless_ratios():
 
 
 def test_cpu_budget_agrees_with_the_rule_on_its_own_recorded_measurements():
-    # the two CPU runs quoted in APPLY_ROPE_CPU.measured (sane; slow), the extra medians with run B
+    # the run quoted in APPLY_ROPE_CPU.measured (sane medians; slow medians)
     runs = [
-        ([1.9, 1.9, 2.1, 2.1, 2.0, 2.3], [343.0, 382.0, 442.0, 103.0, 93.0, 100.0]),
-        ([2.2, 1.9, 2.0, 2.0, 2.0, 2.1, 8.1, 9.1, 9.0, 4.8, 5.9, 5.1, 9.7, 9.8, 4.5, 5.0],
-         [303.0, 422.0, 320.0, 94.0, 135.0, 95.0]),
+        ([3.0, 2.6, 2.7, 3.5, 2.6, 3.0, 8.9, 8.9, 11.3, 7.3, 13.4, 8.8],
+         [228.0, 175.0, 205.0, 132.0, 218.0, 136.0]),
     ]  # fmt: skip
     for sane, slow in runs:
         assert propose_budget(sane, slow).max_ratio is not None
