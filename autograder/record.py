@@ -166,16 +166,17 @@ class _Children:
                 self.program = [(i, src) for i, src in self.program if i != bad]
         raise ChildFailed(f"the answer cells could not be run after {MAX_RESTARTS} attempts")
 
-    def reference_fn(self, name: str) -> RemoteFunction:
-        """The reference function in a child like the student's (same sandbox, same pipes), kept for the
-        worker's lifetime: it runs only posref, never student code."""
-        child = _REFERENCE_CHILDREN.get(name)
+    def reference_fn(self, path: str) -> RemoteFunction:
+        """The reference function ``"module:name"`` in a child like the student's (same sandbox, same pipes),
+        kept for the worker's lifetime: it runs only posref, never student code."""
+        module, name = path.split(":")
+        child = _REFERENCE_CHILDREN.get(path)
         if child is None or not child.alive:
             if child is not None:
                 child.close()
             # never a fork: the fork server's children are one student's at a time, and end each other
-            child = _REFERENCE_CHILDREN[name] = self._start(
-                [(0, f"from posref import {name}")], None, fork=False
+            child = _REFERENCE_CHILDREN[path] = self._start(
+                [(0, f"from {module} import {name}")], None, fork=False
             )
         return RemoteFunction(child, name)
 
@@ -307,7 +308,8 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
     remote = RemoteFunction(child, fn)
     try:
         if name.endswith("_speed"):
-            check(remote, device="cpu", reference=children.reference_fn(name[len("check_") : -len("_speed")]))
+            path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")
+            check(remote, device="cpu", reference=children.reference_fn(path))
         else:
             check(remote, hidden=True, device="cpu")
     except checkers.CheckFailed as failure:

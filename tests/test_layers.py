@@ -12,6 +12,7 @@ checker in posref.grading or is listed below as having no exercise, and every sp
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -216,14 +217,22 @@ def unchecked_scaling_methods(
     return problems
 
 
-def speed_checkers_without_reference(checkers: Iterable[str], package) -> list[str]:
-    """A ``check_<name>_speed`` whose reference ``posref.<name>`` does not exist."""
-    names = [m.group(1) for c in checkers if (m := re.fullmatch(r"check_(\w+)_speed", c))]
-    return [
-        f"check_{name}_speed: no posref.{name}"
-        for name in names
-        if not callable(getattr(package, name, None))
-    ]
+def speed_checkers_without_reference(checkers: Iterable[str], package, grading=None) -> list[str]:
+    """A ``check_<name>_speed`` whose reference (its ``reference_path`` ``"module:name"`` where ``grading`` has it
+    marked, else ``posref.<name>``) does not exist."""
+    problems = []
+    for checker in checkers:
+        if not (m := re.fullmatch(r"check_(\w+)_speed", checker)):
+            continue
+        path = getattr(getattr(grading, checker, None), "reference_path", None)
+        if path is None:
+            if not callable(getattr(package, m.group(1), None)):
+                problems.append(f"{checker}: no posref.{m.group(1)}")
+            continue
+        module, name = path.split(":")
+        if not callable(getattr(importlib.import_module(module), name, None)):
+            problems.append(f"{checker}: no {module}.{name}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -284,7 +293,7 @@ def test_each_scaling_checker_passes_the_registrys_own_method():
 
 def test_every_speed_checker_has_its_reference():
     assert any(name.endswith("_speed") for name in posref.grading.__all__)
-    problems = speed_checkers_without_reference(posref.grading.__all__, posref)
+    problems = speed_checkers_without_reference(posref.grading.__all__, posref, posref.grading)
     assert not problems, "\n".join(problems)
 
 

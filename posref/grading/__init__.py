@@ -26,6 +26,12 @@ from posref.grading.lab import (
     check_per_position_loss,
     check_rope_handler,
 )
+from posref.grading.lab_speed import (
+    check_alibi_handler_attention_speed,
+    check_causal_mean_speed,
+    check_per_position_loss_speed,
+    check_rope_handler_attention_speed,
+)
 from posref.grading.order import Probe, check_attention, check_equivariance_error
 from posref.grading.relative import (
     check_alibi_bias,
@@ -60,11 +66,13 @@ __all__ = [
     "Probe",
     "check_alibi_bias",
     "check_alibi_handler",
+    "check_alibi_handler_attention_speed",
     "check_alibi_slopes",
     "check_apply_rope",
     "check_apply_rope_speed",
     "check_attention",
     "check_causal_mean",
+    "check_causal_mean_speed",
     "check_drop",
     "check_equivariance_error",
     "check_frequencies",
@@ -74,6 +82,7 @@ __all__ = [
     "check_p_rope",
     "check_pair_norms",
     "check_per_position_loss",
+    "check_per_position_loss_speed",
     "check_rope_cos_sin",
     "check_rope_frequencies_dynamic",
     "check_rope_frequencies_linear",
@@ -82,6 +91,7 @@ __all__ = [
     "check_rope_frequencies_ntk_by_parts",
     "check_rope_frequencies_yarn",
     "check_rope_handler",
+    "check_rope_handler_attention_speed",
     "check_rope_scores",
     "check_scaled_dot_product_attention_speed",
     "check_score_by_distance",

@@ -106,6 +106,77 @@ def attention_budget(device: torch.device | str) -> Budget:
     return _for_device(ATTENTION_CPU, ATTENTION_CUDA, device)
 
 
+def _provisional_cuda(cpu: Budget) -> Budget:
+    """Not measured on a GPU yet (as APPLY_ROPE_CUDA): the CPU budget (ratio and shape) stands in."""
+    return Budget(max_ratio=cpu.max_ratio, shape=cpu.shape, provisional=True,
+                  measured="not measured on CUDA: the CPU budget (ratio and shape) stands in until GPU figures exist")  # fmt: skip
+
+
+PER_POSITION_LOSS_CPU = Budget(
+    max_ratio=3.0,
+    shape=(4, 256, 32),
+    measured=(
+        "2-core shared CPU (load average 2.8-4.7, ~7 sessions), torch 2.13, 1 thread, logits (4, 256, 32) float32 "
+        "with a fifth of the targets ignored, against posref.grading.lab_speed.per_position_loss (F.cross_entropy "
+        "per element, summed over the batch) on main c32caa2 + the linked rounds (logits rescaled per position by "
+        "the previous losses), one median each (11 rounds): log_softmax + gather 0.84; float64 inside 1.17; one-hot "
+        "product 1.45; loop over positions 62.5; loop over (sequence, position) 195.6 (cut short: a lower bound). "
+        "propose_budget: ceil(2 * 1.45) = 3, and 3 * 3 = 9 is below the best slow median (62.5). One median each "
+        "only (deadline): re-measure with --repeats 3."
+    ),
+)
+PER_POSITION_LOSS_CUDA = _provisional_cuda(PER_POSITION_LOSS_CPU)
+
+
+def per_position_loss_budget(device: torch.device | str) -> Budget:
+    """06's ``per_position_loss`` (logits of ``shape`` ``(B, T, V)``)."""
+    return _for_device(PER_POSITION_LOSS_CPU, PER_POSITION_LOSS_CUDA, device)
+
+
+HANDLER_CPU = Budget(
+    max_ratio=3.0,
+    shape=(1, 4, 128, 16),
+    measured=(
+        "2-core shared CPU (load average 2.3-4.7, ~7 sessions), torch 2.13, 1 thread, tokens (1, 128, 64) = 4 heads "
+        "of 16, every token a query, positions from a random offset, against the same layer through posref's "
+        "handler (posref.grading.lab_speed) on main c32caa2 + the linked rounds (tokens plus the previous heads), "
+        "one median each (11 rounds). RoPE: posref-like 0.80; einsum rotation 0.98; loop over positions 31.2. "
+        "ALiBi: posref-like 1.13; float64 bias 0.96; loop over query-key pairs 345.5 (cut short: a lower bound); "
+        "loop over queries 4.98. propose_budget over the sane ones and the loops over positions and pairs: ceil(2 "
+        "* 1.13) = 3, and 3 * 3 = 9 is below the best slow median (31.2). ALiBi's loop over queries (one row of "
+        "the bias per query, 128 iterations) is not separable from the sane ones at this shape: it fails 3x by "
+        "1.7x, not by a wide margin. One median each only (deadline): re-measure with --repeats 3."
+    ),
+)
+HANDLER_CUDA = _provisional_cuda(HANDLER_CPU)
+
+
+def handler_budget(device: torch.device | str) -> Budget:
+    """06's handlers through one attention layer (``shape`` = ``(B, H, T, D)`` of q and k)."""
+    return _for_device(HANDLER_CPU, HANDLER_CUDA, device)
+
+
+CAUSAL_MEAN_CPU = Budget(
+    max_ratio=10.0,
+    shape=(1, 8, 256, 16),
+    measured=(
+        "2-core shared CPU (load average 2.5-3.9, ~7 sessions), torch 2.13, 1 thread, v (1, 8, 256, 16) float32, "
+        "against posref.grading.lab_speed.causal_mean (cumsum / counts) on main c32caa2 + the linked rounds (each "
+        "call on the previous output plus the round's v, in place), one median each (11 rounds): cumsum 1.02; "
+        "float64 inside 1.63; (T, T) averaging matrix 4.78; loop over positions (mean of each prefix) 48.0; running "
+        "sum in a Python loop 66.3. propose_budget: ceil(2 * 4.78) = 10, and 3 * 10 = 30 is below the best slow "
+        "median (48.0). The link (one in-place add) costs about a third of the reference's cumsum and division: it "
+        "dilutes every ratio towards 1 by that much. One median each only (deadline): re-measure with --repeats 3."
+    ),
+)
+CAUSAL_MEAN_CUDA = _provisional_cuda(CAUSAL_MEAN_CPU)
+
+
+def causal_mean_budget(device: torch.device | str) -> Budget:
+    """08's ``causal_mean`` (``v`` of ``shape``)."""
+    return _for_device(CAUSAL_MEAN_CPU, CAUSAL_MEAN_CUDA, device)
+
+
 SANE_FACTOR = 2.0
 """A budget is this many times the worst median ratio of a sane vectorised solution..."""
 MARGIN = 3.0

@@ -138,13 +138,13 @@ def tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.T
 
 
 def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
-    """None if ``y`` can be the next call's input in a timed chain (a plain tensor of ``like``'s shape, dtype and
+    """None if ``y`` is what a timed chain's calls must return (a plain tensor of ``like``'s shape, dtype and
     device), else what the function returned instead."""
     if type(y) is not torch.Tensor:
         return f"returned a {type(y).__name__}, not a torch.Tensor"
     if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
         return (
-            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, not one like its input "
-            f"({like.dtype} {tuple(like.shape)} on {like.device})"
+            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, where every call must return one "
+            f"{like.dtype} {tuple(like.shape)} on {like.device}"
         )
     return None

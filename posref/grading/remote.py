@@ -40,10 +40,12 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 
+from posref.grading.links import run_calls
 from posref.grading.plain_data import (
     chain_output_problem,
     from_wire,
@@ -139,22 +141,21 @@ def _shared_tensor(shared: mmap.mmap, spec: Any) -> Any:
 
 
 def _run_chain_here(fn: Any, request: dict, shared: mmap.mmap) -> dict:
-    """A timed round in the child (see ``Child.run_chain``): the chain's calls, the last output copied into the
-    shared buffer, and the number of calls made."""
-    y = _shared_tensor(shared, request["start"])
+    """A timed round in the child (see ``Child.run_chain``): the chain's calls (``links`` steps them as the grader
+    does), the last output copied into the shared buffer, and the number of calls made."""
     args = tuple(_shared_tensor(shared, a) for a in request["args"])
-    kwargs = [{k: _shared_tensor(shared, v) for k, v in kw.items()} for kw in request["kwargs"]]
+    kwargs = tuple({k: _shared_tensor(shared, v) for k, v in kw.items()} for kw in request["kwargs"])
     out = _shared_tensor(shared, request["out"])
-    stop_after, calls, done = request["stop_after"], request["calls"], 0
-    start = time.perf_counter()
-    while done < calls:
-        y = fn(y, *args, **kwargs[done % len(kwargs)])
-        done += 1
+    chain = SimpleNamespace(start=_shared_tensor(shared, request["start"]), args=args, kwargs=kwargs,
+                            link=request.get("link"), into=request.get("into"))  # fmt: skip
+
+    def check(y: Any) -> None:
         problem = chain_output_problem(y, out)
         if problem is not None:
             raise TypeError(f"{problem} while being timed")
-        if time.perf_counter() - start > stop_after:
-            break
+
+    stop_after, start = request["stop_after"], time.perf_counter()
+    y, done = run_calls(fn, chain, request["calls"], check, lambda: time.perf_counter() - start > stop_after)
     out.copy_(y)
     return {"done": done}
 
@@ -445,7 +446,7 @@ class Child:
                 placed.append((offset, tensor))
             return {"__shared__": [offset, list(tensor.shape), str(tensor.dtype).removeprefix("torch.")]}
 
-        out = torch.empty(chain.start.shape, dtype=chain.start.dtype)
+        out = chain.output_like().cpu()
         request = {
             "chain": name,
             "calls": int(calls),
@@ -453,6 +454,8 @@ class Child:
             "start": place(chain.start),
             "args": [place(a) for a in chain.args],
             "kwargs": [{k: place(v) for k, v in kw.items()} for kw in chain.kwargs],
+            "link": chain.link,
+            "into": chain.into,
             "out": place(out, write=False),
         }
         out_offset = request["out"]["__shared__"][0]
@@ -474,7 +477,7 @@ class Child:
         if os.preadv(self._shared, [data], out_offset) != len(data):
             raise StudentError("left the shared buffer unreadable", raised=False)
         output = torch.frombuffer(data, dtype=torch.uint8).view(out.dtype).view(out.shape)
-        return seconds, done, output.to(chain.start.device)
+        return seconds, done, output.to(chain.output_like().device)
 
     @staticmethod
     def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:

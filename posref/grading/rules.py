@@ -68,6 +68,14 @@ RULES: dict[str, Rule] = {
     "check_pair_norms": Rule(("pair_norms",)),
     "check_p_rope": Rule(("p_rope_inv_freq",)),
     "check_per_position_loss": Rule(("per_position_loss",)),
+    "check_per_position_loss_speed": Rule(("per_position_loss",)),
+    "check_rope_handler_attention_speed": Rule(
+        ("RoPEPositions", "make_position_handler", "with_positions", *_ROPE, "rope_cos_sin")
+    ),
+    "check_alibi_handler_attention_speed": Rule(
+        ("ALiBiPositions", "make_position_handler", "with_positions", "alibi_slopes", "alibi_bias")
+    ),
+    "check_causal_mean_speed": Rule(("scaled_dot_product_attention", "attention_scores", "causal_mean")),
     "check_rope_handler": Rule(
         ("RoPEPositions", "make_position_handler", "with_positions", *_ROPE, "rope_cos_sin")
     ),

@@ -24,11 +24,12 @@ import statistics
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from posref.grading.links import run_calls
 from posref.grading.plain_data import chain_output_problem
 from posref.grading.remote import RemoteFunction, StudentError
 from posref.grading.report import CheckFailed, difference, private_copy
@@ -54,17 +55,42 @@ def synchronize(device: torch.device) -> None:
 
 @dataclass(frozen=True)
 class Chain:
-    """One round's inputs: call ``i`` (from 0) is ``fn(y, *args, **kwargs[i % len(kwargs)])`` where ``y`` is the
-    previous call's output (``start`` for the first). Every output must be a tensor of ``start``'s shape and
-    dtype (it is the next call's input)."""
+    """One round's inputs: call ``i`` (from 0) is ``fn(x_i, *args, **kwargs[i % len(kwargs)])`` (or, with ``into``,
+    ``fn(*args, **kwargs[...], into=x_i)``), where ``x_0`` is ``start`` and ``x_i`` is the previous call's output,
+    or what the ``link`` named makes of it (``posref.grading.links``: for functions whose output is not their
+    input's shape). Every output must be a tensor of ``out_shape``, ``out_dtype`` and ``out_device`` (by default
+    ``start``'s)."""
 
-    start: torch.Tensor
+    start: Any
     args: tuple[Any, ...] = ()
     kwargs: tuple[dict[str, Any], ...] = ({},)
+    link: str | None = None
+    into: str | None = None
+    out_shape: tuple[int, ...] | None = None
+    out_dtype: torch.dtype | None = None
+    out_device: torch.device | None = None
 
     def private(self) -> Chain:
         """A copy with its own tensors: what one function does to its inputs never reaches another's."""
-        return Chain(private_copy(self.start), private_copy(self.args), private_copy(self.kwargs))
+        return replace(
+            self,
+            start=private_copy(self.start),
+            args=private_copy(self.args),
+            kwargs=private_copy(self.kwargs),
+        )
+
+    def output_like(self) -> torch.Tensor:
+        """An empty tensor like every output of the chain must be."""
+        like = self.start if isinstance(self.start, torch.Tensor) else None
+        shape = self.out_shape if self.out_shape is not None else like.shape
+        dtype = self.out_dtype if self.out_dtype is not None else like.dtype
+        device = self.out_device if self.out_device is not None else like.device
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def run(self, fn: Callable[..., Any], calls: int, check: Callable[[Any], None] = lambda y: None,
+            stop: Callable[[], bool] = lambda: False) -> tuple[Any, int]:  # fmt: skip
+        """``links.run_calls`` along this chain: (the last output, calls made)."""
+        return run_calls(fn, self, calls, check, stop)
 
 
 @dataclass
@@ -86,17 +112,16 @@ def run_chain(
     if isinstance(fn, RemoteFunction):
         seconds, done, output = fn.child.run_chain(fn.__name__, chain, calls, stop_after, clock=_clock)
         return Round(chain, done, seconds, output)
-    y, done = chain.start, 0
-    synchronize(device)
-    start = _clock()
-    while done < calls:
-        y = fn(y, *chain.args, **chain.kwargs[done % len(chain.kwargs)])
-        done += 1
-        problem = chain_output_problem(y, chain.start)
+    like = chain.output_like()
+
+    def check(y: Any) -> None:
+        problem = chain_output_problem(y, like)
         if problem is not None:
             raise StudentError(f"{problem} while being timed", raised=False)
-        if _clock() - start > stop_after:
-            break
+
+    synchronize(device)
+    start = _clock()
+    y, done = chain.run(fn, calls, check, lambda: _clock() - start > stop_after)
     synchronize(device)
     return Round(chain, done, _clock() - start, y)
 
@@ -215,11 +240,7 @@ def timed_outputs(
     for number, round_ in enumerate(timing.student_rounds, 1):
         if numbers is not None and number not in numbers:
             continue
-        chain = round_.chain.private()
-        y = chain.start
-        for i in range(round_.calls):
-            y = step(y, *chain.args, **chain.kwargs[i % len(chain.kwargs)])
-        yield number, round_, y
+        yield number, round_, round_.chain.private().run(step, round_.calls)[0]
 
 
 VERIFIED_ROUNDS = 5

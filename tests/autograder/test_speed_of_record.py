@@ -19,7 +19,11 @@ from autograder.sandbox import Sandbox
 from posref.grading.timing import Chain
 
 HERE = Path(__file__).resolve().parent
-ANSWERS = [HERE.parent / "grading" / "student_impls.py", HERE / "speed_submissions.py"]
+ANSWERS = [
+    HERE.parent / "grading" / "student_impls_speed.py",
+    HERE.parent / "grading" / "student_impls.py",
+    HERE / "speed_submissions.py",
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +50,23 @@ def test_a_classic_slow_solution_fails_the_speed_check_of_record(children, name)
 @pytest.mark.parametrize("name", ["apply_rope_rotate_half", "apply_rope_complex"])
 def test_a_vectorised_solution_passes_the_speed_check_of_record(children, name):
     assert _run_check(children, "check_apply_rope_speed", name) == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppl_loop_positions", "ppl_loop_pairs"])
+def test_per_position_loss_looping_over_positions_fails_the_speed_check_of_record(children, name):
+    # the timed rounds are linked (logits rescaled by the previous losses): the output is not the input's shape
+    assert _run_check(children, "check_per_position_loss", name) == "", (
+        "it is correct: only its speed is wrong"
+    )
+    message = _run_check(children, "check_per_position_loss_speed", name)
+    assert message.startswith("per_position_loss is too slow:"), message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppl_log_softmax", "ppl_one_hot"])
+def test_a_vectorised_per_position_loss_passes_the_speed_check_of_record(children, name):
+    assert _run_check(children, "check_per_position_loss_speed", name) == ""
 
 
 @pytest.mark.slow

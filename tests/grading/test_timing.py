@@ -37,7 +37,7 @@ def test_a_round_is_a_chain_each_call_on_the_previous_output():
 def test_an_output_that_cannot_be_the_next_input_is_the_students_error():
     with pytest.raises(StudentError, match="returned a float"):
         run_chain(lambda y: 1.0, Chain(torch.zeros(2)), 2, CPU)
-    with pytest.raises(StudentError, match="not one like its input"):
+    with pytest.raises(StudentError, match=r"must return one torch.float32 \(2,\) on cpu"):
         run_chain(lambda y: y.double(), Chain(torch.zeros(2)), 2, CPU)
 
 

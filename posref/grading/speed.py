@@ -1,0 +1,101 @@
+"""One speed check, described once: what ``check_apply_rope_speed`` does, for any graded function.
+
+A ``SpeedCheck`` holds what differs between functions (how a round's inputs are drawn, the reference, the float64
+recomputation that verifies the timed outputs, the budget, the advice); ``measure`` and ``check`` do the rest as
+``posref.grading.rope`` does it: ``fn`` checked on the timed shape first, then timed against the reference on
+fresh chains (``posref.grading.timing``), then every timed round's last output verified, then the median ratio
+held to the device's budget.
+
+The score of record times the student's function against the reference running in a child like the student's
+(``autograder.record``): the reference it imports there is ``reference_path`` (``"module:name"``, a function with
+the student's signature), which ``speed_check`` puts on the checker as its ``reference_path`` attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from posref.grading.budgets import Budget
+from posref.grading.cases import Draw, resolve_device
+from posref.grading.report import Case, first_difference
+from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
+
+
+@dataclass(frozen=True)
+class SpeedCheck:
+    """What one function's speed check needs.
+
+    Args:
+        name: the function as messages name it; reference: the baseline it is timed against (and checked
+            against first); step: the reference as the verification runs it (float64 inside).
+        chain: ``chain(draw, shape)`` -> a fresh round's ``Chain``; cases: ``cases(draw, shape)`` -> the cases
+            ``fn`` must pass before it is timed (by default the first call of two fresh chains).
+        atol: a timed round's tolerance for its last output; chained: how the calls of a round vary, in words.
+        budget: ``budget(device)`` -> its ``Budget``; inputs: what ``budget.shape`` is the shape of, in words.
+        advice: what a slow function should do instead; mistakes: hints for ``first_difference``.
+    """
+
+    name: str
+    reference: Callable[..., Any]
+    step: Callable[..., Any]
+    chain: Callable[[Draw, tuple[int, ...]], Chain]
+    atol: Callable[[Round], float]
+    chained: str
+    budget: Callable[[torch.device | str], Budget]
+    inputs: str
+    advice: str
+    cases: Callable[[Draw, tuple[int, ...]], list[Case]] | None = None
+    mistakes: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def _cases(self, draw: Draw, shape: tuple[int, ...]) -> list[Case]:
+        if self.cases is not None:
+            return self.cases(draw, shape)
+        out = []
+        for _ in range(2):
+            chain = self.chain(draw, shape)
+            args = (chain.start, *chain.args) if chain.into is None else chain.args
+            kwargs = chain.kwargs[0] if chain.into is None else {**chain.kwargs[0], chain.into: chain.start}
+            out.append(Case(args, kwargs, atol=1e-4, rtol=1e-4))
+        return out
+
+    def measure(
+        self,
+        fn: Callable[..., Any],
+        *,
+        device: torch.device | str | None,
+        shape: tuple[int, ...],
+        give_up_above: float | None,
+        reference: Callable[..., Any] | None = None,
+    ) -> tuple[Timing, torch.device]:
+        """``fn`` checked at ``shape``, timed against ``reference`` (default ``self.reference``) on fresh chains,
+        its timed outputs verified: (the ``Timing``, the device it ran on). What calibration runs too."""
+        draw = Draw(hidden=True, device=device)
+        first_difference(self.name, fn, self.reference, self._cases(draw, shape), mistakes=self.mistakes,
+                         match_dtype=False, seed=draw.quoted_seed)  # fmt: skip
+        timing = speed_ratio(fn, reference or self.reference, lambda: self.chain(draw, shape),
+                             device=draw.device, give_up_above=give_up_above)  # fmt: skip
+        verify_timed_outputs(self.name, timing, self.step, self.atol, chained=self.chained)
+        return timing, draw.device
+
+    def check(
+        self, fn: Callable[..., Any], *, device=None, reference: Callable[..., Any] | None = None
+    ) -> float:
+        """``CheckFailed`` unless ``fn`` is within the device's budget; returns the ratio."""
+        target = resolve_device(device)
+        return within_budget(self.name, lambda **kw: self.measure(fn, **kw), self.budget(target), target,
+                             inputs=self.inputs, advice=self.advice, reference=reference)  # fmt: skip
+
+
+def speed_check(reference_path: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a ``check_<name>_speed`` with the ``"module:name"`` of the reference the score of record runs in its
+    reference child (instead of ``posref.<name>``)."""
+
+    def mark(checker: Callable[..., Any]) -> Callable[..., Any]:
+        checker.reference_path = reference_path
+        return checker
+
+    return mark

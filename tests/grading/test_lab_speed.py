@@ -1,0 +1,61 @@
+"""The speed checks of 06 and 08 (``posref.grading.lab_speed``) and the links their rounds use: every call gets an
+input no call had, a wrong output anywhere near the end of a round is caught after the clock stops, and a sane
+solution passes where the classic slow one fails (both by a wide margin; no time is asserted)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from student_impls_speed import cm_loop_positions, cm_matrix, ppl_log_softmax
+
+from posref.grading import lab_speed
+from posref.grading.cases import Draw
+from posref.grading.links import LINKS, fresh_scale
+from posref.grading.report import CheckFailed
+
+CPU = torch.device("cpu")
+
+
+def test_fresh_scale_is_exact_and_different_for_every_call_in_float32():
+    scales = torch.tensor([fresh_scale(i) for i in range(1 << 16)], dtype=torch.float32)
+    assert scales.unique().numel() == 1 << 16 and float(scales[1] - scales[0]) == 2.0**-16
+
+
+def test_a_chain_never_repeats_an_input_even_where_the_function_has_a_fixed_point():
+    # causal_mean of causal means settles on row 0 everywhere; the link keeps every input new
+    chain = lab_speed.causal_mean_chain(Draw(hidden=True, device=CPU), (1, 1, 16, 2))
+    seen = []
+    chain.run(lambda v: (seen.append(v.clone()), lab_speed.causal_mean(v))[1], 200)
+    assert len({tuple(v.flatten().tolist()) for v in seen}) == 200
+
+
+@pytest.mark.parametrize("link", sorted(LINKS))
+def test_every_link_moves_the_next_input_when_the_output_is_wrong(link):
+    y = {"losses_to_logits": torch.rand(8) + 3, "heads_to_tokens": torch.randn(1, 2, 8, 4),
+         "table_to_base": torch.rand(8, 4), "bias_to_slopes": -torch.rand(2, 8, 8),
+         "buckets_to_offsets": torch.randint(0, 32, (8, 8)), "bias_to_weight": torch.randn(2, 8, 8),
+         "plus_start": torch.randn(8, 4)}[link]  # fmt: skip
+    start = {"losses_to_logits": torch.randn(2, 8, 5), "heads_to_tokens": torch.randn(1, 8, 8),
+             "table_to_base": 10000.0, "bias_to_slopes": torch.rand(2), "buckets_to_offsets": torch.randint(-50, 50, (8, 8)),
+             "bias_to_weight": torch.randn(32, 2), "plus_start": torch.randn(8, 4)}[link]  # fmt: skip
+    right = LINKS[link](y.clone(), start, 3)
+    wrong = LINKS[link](torch.zeros_like(y) if y.dtype.is_floating_point else y // 2, start, 3)
+    assert not torch.allclose(torch.as_tensor(right).double(), torch.as_tensor(wrong).double(), atol=1e-3)
+
+
+def test_a_function_that_goes_wrong_after_its_first_calls_is_caught_after_the_clock():
+    calls = []
+
+    def lazy(v):
+        calls.append(1)
+        return lab_speed.causal_mean(v) if len(calls) < 40 else v.clone()  # right while checked, then not
+
+    with pytest.raises(CheckFailed, match="wrong result while being timed"):
+        lab_speed.check_causal_mean_speed(lazy, device=CPU)
+
+
+def test_sane_solutions_pass_and_the_classic_slow_one_fails():
+    assert lab_speed.check_causal_mean_speed(cm_matrix, device=CPU) > 0
+    assert lab_speed.check_per_position_loss_speed(ppl_log_softmax, device=CPU) > 0
+    with pytest.raises(CheckFailed, match="causal_mean is too slow"):
+        lab_speed.check_causal_mean_speed(cm_loop_positions, device=CPU)
