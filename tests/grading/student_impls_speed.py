@@ -27,13 +27,14 @@ def ppl_float64(logits, targets):
 
 
 def ppl_one_hot(logits, targets):
+    logits = logits.float()
     scored = targets != IGNORE
     one_hot = F.one_hot(targets.clamp(min=0), logits.shape[-1]).to(logits.dtype)
     return -((torch.log_softmax(logits, -1) * one_hot).sum(-1) * scored).sum(0) / scored.sum(0)
 
 
 def ppl_loop_positions(logits, targets):
-    out = []
+    logits, out = logits.float(), []
     for t in range(logits.shape[1]):
         ce = F.cross_entropy(logits[:, t], targets[:, t], reduction="sum", ignore_index=IGNORE)
         out.append(ce / (targets[:, t] != IGNORE).sum())
@@ -41,6 +42,7 @@ def ppl_loop_positions(logits, targets):
 
 
 def ppl_loop_pairs(logits, targets):
+    logits = logits.float()
     b, t, _ = logits.shape
     out = torch.zeros(t)
     for j in range(t):
