@@ -130,3 +130,16 @@ def test_07_untouched_release_says_which_exercise_to_finish(tmp_path, monkeypatc
     told = {cell: message for cell, name, message in failed if name == "ExerciseNotDone"}
     assert {"register-yours", "cell-19", "fixed-factor", "cell-25"} <= set(told), told
     assert all(m.startswith("finish Exercise") for m in told.values()), told
+
+
+@pytest.mark.slow
+def test_03_untouched_release_says_which_exercise_to_finish(tmp_path, monkeypatch):
+    """Issue 17.4: in the untouched release of 03 a cell fails only in its own check (CheckFailed) or with
+    'finish Exercise N first' (ExerciseNotDone), never with a name the student never wrote (before: NameError
+    't5' in section 5, whose T5 bias was built after the student's ALiBi bias in the same cell)."""
+    failed = failing_cells(nh.release("03_relative"), tmp_path, monkeypatch)
+    other = [f for f in failed if f[1] not in ("CheckFailed", "ExerciseNotDone")]
+    assert not other, f"cells failing with an error the student cannot act on: {other}"
+    told = {cell: message for cell, name, message in failed if name == "ExerciseNotDone"}
+    assert set(told) == {"cell-11", "t5-bias-demo", "cell-13", "cell-16"}, told
+    assert all(m.startswith("finish Exercise") for m in told.values()), told
