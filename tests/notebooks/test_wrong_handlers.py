@@ -1,5 +1,6 @@
 """Score of record of notebooks 02, 03, 06 and 08 with a wrong position module, bias, handler or drop: it loses
-exactly its own test cell (and its hint names the mistake), every other autograded cell keeps its points.
+exactly its own test cell (and its hint names the mistake) and, where it has one, its speed cell (the speed check
+verifies the timed function's outputs first); every other autograded cell keeps its points.
 
 Each submission is the solution with one answer cell rewritten the way a student might get it wrong: in 06, RoPE
 applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is given
@@ -144,7 +145,15 @@ WRONG = {
 NOTEBOOK = {"drop": "08_nope", "LearnedPositions": "02_absolute", "t5_learned_bias": "03_relative"}
 NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07_scaling"}
 TESTS = {
-    "06_length": {"test_per_position_loss", "test_rope_handler", "test_alibi_handler", "test_nope_handler"},
+    "06_length": {
+        "test_per_position_loss",
+        "test_per_position_loss_speed",
+        "test_rope_handler",
+        "test_rope_handler_speed",
+        "test_alibi_handler",
+        "test_alibi_handler_speed",
+        "test_nope_handler",
+    },
     "08_nope": {"test_causal_mean", "test_nope_handler", "test_drop"},
     "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
     "03_relative": {"test_alibi_slopes", "test_alibi_bias", "test_t5_bucket", "test_t5_learned_bias"},
@@ -182,6 +191,8 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     assert cells[test_id].score == 0 and re.search("hint:.*" + re.escape(hint), cells[test_id].message), (
         cells[test_id].message
     )
-    kept = {grade_id: c.score for grade_id, c in cells.items() if grade_id != test_id}
-    assert kept == {grade_id: c.points for grade_id, c in cells.items() if grade_id != test_id}
+    lost = {test_id, test_id + "_speed"} & set(cells)
+    assert all(cells[grade_id].score == 0 for grade_id in lost), {g: cells[g].message for g in lost}
+    kept = {grade_id: c.score for grade_id, c in cells.items() if grade_id not in lost}
+    assert kept == {grade_id: c.points for grade_id, c in cells.items() if grade_id not in lost}
     assert set(cells) == TESTS[notebook]
