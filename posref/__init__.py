@@ -25,7 +25,15 @@ from posref.longrope_search import longrope_search, seed_factors
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 from posref.rope import LAYOUTS, RotaryEmbedding, apply_rope, apply_rope_qk, layout_permutation, rope_cos_sin
 from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
-from posref.scaling import SCALING_METHODS, dynamic_ntk_alpha, ntk_base, rope_frequencies, yarn_mscale
+from posref.scaling import (
+    SCALING_METHODS,
+    add_scaling_method,
+    dynamic_ntk_alpha,
+    ntk_base,
+    remove_scaling_method,
+    rope_frequencies,
+    yarn_mscale,
+)
 
 __version__ = "0.1.0"
 
@@ -36,6 +44,7 @@ __all__ = [
     "RopeConfig",
     "RotaryEmbedding",
     "T5RelativeBias",
+    "add_scaling_method",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
@@ -53,6 +62,7 @@ __all__ = [
     "p_rope_inv_freq",
     "pair_norms",
     "permute_sequence",
+    "remove_scaling_method",
     "rope_cos_sin",
     "rope_frequencies",
     "rope_from_config",
