@@ -39,6 +39,7 @@ from posref.grading.relative import (
     check_t5_bucket,
     check_t5_learned_bias,
 )
+from posref.grading.relative_speed import check_alibi_bias_speed
 from posref.grading.report import Case, CheckFailed, difference, first_difference
 from posref.grading.rope import (
     check_apply_rope,
@@ -65,6 +66,7 @@ __all__ = [
     "Draw",
     "Probe",
     "check_alibi_bias",
+    "check_alibi_bias_speed",
     "check_alibi_handler",
     "check_alibi_handler_attention_speed",
     "check_alibi_slopes",

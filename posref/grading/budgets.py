@@ -177,6 +177,27 @@ def causal_mean_budget(device: torch.device | str) -> Budget:
     return _for_device(CAUSAL_MEAN_CPU, CAUSAL_MEAN_CUDA, device)
 
 
+ALIBI_BIAS_CPU = Budget(
+    max_ratio=3.0,
+    shape=(4, 128, 128),
+    measured=(
+        "2-core shared CPU (~7 sessions), torch 2.13, 1 thread, bias (4, 128, 128) float32, positions from random "
+        "offsets, against posref.grading.relative_speed.alibi_bias (broadcast |m - n| times the slopes, 228 us per "
+        "call with the link) + the linked rounds (slopes moved by the previous bias), calibrate with one median "
+        "each (11 rounds): broadcast 1.1; float64 inside 1.45; cdist + einsum 1.29; loop over queries 28.1; loop "
+        "over query-key pairs 3264.7 (cut short: a lower bound). propose_budget: ceil(2 * 1.45) = 3, 1/9.4 of the "
+        "best slow median. At (8, 256, 256) the loop over queries was only 12.9 against float64's 2.45: not "
+        "separable there. One median each only (deadline): re-measure with repeats=3."
+    ),
+)
+ALIBI_BIAS_CUDA = _provisional_cuda(ALIBI_BIAS_CPU)
+
+
+def alibi_bias_budget(device: torch.device | str) -> Budget:
+    """03's ``alibi_bias`` (the bias of ``shape`` ``(H, Tq, Tk)``)."""
+    return _for_device(ALIBI_BIAS_CPU, ALIBI_BIAS_CUDA, device)
+
+
 SANE_FACTOR = 2.0
 """A budget is this many times the worst median ratio of a sane vectorised solution..."""
 MARGIN = 3.0

@@ -58,6 +58,7 @@ RULES: dict[str, Rule] = {
     "check_shift_matrix": Rule(("sinusoidal_shift_matrix",)),
     "check_alibi_slopes": Rule(("alibi_slopes",)),
     "check_alibi_bias": Rule(("alibi_bias",)),
+    "check_alibi_bias_speed": Rule(("alibi_bias",)),
     "check_t5_bucket": Rule(("t5_relative_position_bucket", "T5RelativeBias")),
     "check_t5_learned_bias": Rule(("t5_relative_position_bucket", "T5RelativeBias")),
     "check_rope_cos_sin": Rule(("rope_cos_sin", "RotaryEmbedding")),

@@ -183,3 +183,32 @@ CAUSAL_MEAN_IMPLS = {
     "loop over positions (mean of a prefix)": ("slow", cm_loop_positions),
     "running sum in a Python loop": ("slow", cm_running_loop),
 }
+
+
+# 03's alibi_bias(slopes, q_positions, k_positions) -> (H, Tq, Tk)
+
+
+def ab_broadcast(slopes, q, k):
+    return -slopes[:, None, None] * (q[:, None] - k[None, :]).abs().to(slopes.dtype)
+
+
+def ab_float64(slopes, q, k):
+    return ab_broadcast(slopes.double(), q, k).to(slopes.dtype)
+
+
+def ab_outer_abs(slopes, q, k):
+    distance = torch.cdist(q[:, None].to(slopes.dtype), k[:, None].to(slopes.dtype), p=1)
+    return torch.einsum("h,qk->hqk", -slopes, distance)
+
+
+def ab_loop_queries(slopes, q, k):
+    rows = [-slopes[:, None] * (q[i] - k).abs().to(slopes.dtype)[None, :] for i in range(q.shape[0])]
+    return torch.stack(rows, 1)
+
+
+def ab_loop_pairs(slopes, q, k):
+    out = torch.empty(slopes.shape[0], q.shape[0], k.shape[0], dtype=slopes.dtype)
+    for i in range(q.shape[0]):
+        for j in range(k.shape[0]):
+            out[:, i, j] = -slopes * abs(int(q[i]) - int(k[j]))
+    return out

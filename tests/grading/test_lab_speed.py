@@ -59,3 +59,28 @@ def test_sane_solutions_pass_and_the_classic_slow_one_fails():
     assert lab_speed.check_per_position_loss_speed(ppl_log_softmax, device=CPU) > 0
     with pytest.raises(CheckFailed, match="causal_mean is too slow"):
         lab_speed.check_causal_mean_speed(cm_loop_positions, device=CPU)
+
+
+def test_alibi_bias_speed_passes_broadcasting_and_fails_a_loop_over_queries():
+    from student_impls_speed import ab_broadcast, ab_loop_queries
+
+    from posref.grading.relative_speed import check_alibi_bias_speed
+
+    assert check_alibi_bias_speed(ab_broadcast, device=CPU) > 0
+    with pytest.raises(CheckFailed, match="alibi_bias is too slow"):
+        check_alibi_bias_speed(ab_loop_queries, device=CPU)
+
+
+def test_alibi_bias_speed_catches_a_wrong_bias_after_the_clock():
+    from student_impls_speed import ab_broadcast
+
+    from posref.grading.relative_speed import check_alibi_bias_speed
+
+    calls = []
+
+    def lazy(slopes, q, k):
+        calls.append(1)
+        return ab_broadcast(slopes, q, k) * (1 if len(calls) < 40 else 2)
+
+    with pytest.raises(CheckFailed, match="wrong result while being timed"):
+        check_alibi_bias_speed(lazy, device=CPU)
