@@ -156,7 +156,13 @@ TESTS = {
     },
     "08_nope": {"test_causal_mean", "test_causal_mean_speed", "test_nope_handler", "test_drop"},
     "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
-    "03_relative": {"test_alibi_slopes", "test_alibi_bias", "test_t5_bucket", "test_t5_learned_bias"},
+    "03_relative": {
+        "test_alibi_slopes",
+        "test_alibi_bias",
+        "test_alibi_bias_speed",
+        "test_t5_bucket",
+        "test_t5_learned_bias",
+    },
     "07_scaling": {
         "test_dynamic_ntk_frequencies",
         "test_linear_frequencies",
