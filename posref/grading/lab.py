@@ -1,11 +1,12 @@
 """Checkers for the lab notebooks 06 and 08 (07's frequency rules are checked by ``posref.grading.scaling``).
 
 * 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``; the
-  student's RoPE and ALiBi handlers, through one attention layer (``posref.lab.handler_attention``), against
-  posref's handlers with the same weights;
-* 08 nope: the student's NoPE handler, as the 06 handlers are; DroPE's ``drop(model)`` through ``run_drop``
-  against ``TinyDecoder.with_positions("nope")``; ``causal_mean(v)``, what a causal head computes when its scores are all equal (the mechanism that
-  lets NoPE count positions, arXiv 2305.19466 Theorem 1), against ``posref.scaled_dot_product_attention``.
+  student's RoPE, ALiBi and NoPE handlers, through one attention layer (``posref.lab.handler_attention``),
+  against posref's handlers with the same weights;
+* 08 nope: the NoPE handler pasted in from 06 (checked again, not graded again); DroPE's ``drop(model)`` through
+  ``run_drop`` against ``TinyDecoder.with_positions("nope")``; ``causal_mean(v)``, what a causal head computes
+  when its scores are all equal (the mechanism that lets NoPE count positions, arXiv 2305.19466 Theorem 1),
+  against ``posref.scaled_dot_product_attention``.
 
 The references are posref's; each recognised mistake is a computed variant.
 """
@@ -320,7 +321,7 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 08: NoPE as a handler of the student's own, and DroPE's drop
+# 06 (graded) and 08 (checked): NoPE as a handler of the student's own; 08: DroPE's drop
 
 
 def check_nope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:

@@ -84,7 +84,8 @@ RULES: dict[str, Rule] = {
         ("ALiBiPositions", "make_position_handler", "with_positions", "alibi_slopes", "alibi_bias")
     ),
     "check_nope_handler": Rule(("NoPE", "make_position_handler", "with_positions")),
-    "check_drop": Rule(("with_positions", "run_drop")),
+    # 08's drop and the NoPEHandler pasted in from 06 that it uses (that cell has no test of its own there)
+    "check_drop": Rule(("with_positions", "run_drop", "NoPE", "make_position_handler")),
     "check_causal_mean": Rule(("scaled_dot_product_attention", "attention_scores")),
     "check_frequencies": Rule(_FREQUENCIES),
     "check_rope_frequencies_linear": Rule(_FREQUENCIES),

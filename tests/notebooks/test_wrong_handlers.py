@@ -5,7 +5,8 @@ speed cell (the speed check verifies the timed function's outputs first); every 
 Each submission is the solution with one answer cell rewritten the way a student might get it wrong: in 06, RoPE
 applied to the token vectors (so the values are rotated too), RoPE counting positions from 1 whatever it is given
 (off by one, and blind to a KV-cache offset), ALiBi with its sign flipped; in 08, a drop that swaps the handler of
-the model it was given instead of a copy's; in 02, a learned table read at arange(T) whatever positions it is
+the model it was given instead of a copy's, and a NoPEHandler pasted in from 06 that still rotates like RoPE (08 has
+no test of its own for it: it costs the drop's test, where the dropped model still rotates); in 02, a learned table read at arange(T) whatever positions it is
 given; in 03, T5's learned bias with query - key for key - query; in 07, Dynamic NTK with a fixed alpha and a
 mutation that adds the noise.
 """
@@ -89,6 +90,21 @@ def drop(model):
     return model
 """
 
+NOPE_STILL_ROTATES = """
+class NoPEHandler(PositionHandler):
+    def rotate(self, q, k, positions):
+        d = q.shape[-1]
+        inv_freq = 50.0 ** (-2 * torch.arange(d // 2, dtype=torch.float32, device=q.device) / d)
+        angles = positions.float()[:, None] * inv_freq
+        cos, sin = angles.cos(), angles.sin()
+
+        def turn(x):
+            a, b = x[..., : d // 2], x[..., d // 2 :]
+            return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
+
+        return turn(q), turn(k)
+"""
+
 TABLE_FROM_ZERO = """
 from torch import nn
 
@@ -127,6 +143,7 @@ WRONG = {
     "positions off by one": ("rope_handler", COUNTS_FROM_ONE, "test_rope_handler", "positions you are given"),
     "alibi sign flipped": ("alibi_handler", ALIBI_SIGN_FLIPPED, "test_alibi_handler", "a penalty"),
     "drop in place": ("drop", DROP_IN_PLACE, "test_drop", "changed the model it was given"),
+    "08's pasted nope rotates": ("nope_handler", NOPE_STILL_ROTATES, "test_drop", "still rotates"),
     "table read from 0": ("LearnedPositions", TABLE_FROM_ZERO, "test_learned_positions", "not at arange(T)"),
     "t5 query - key": ("t5_learned_bias", T5_QUERY_MINUS_KEY, "test_t5_learned_bias", "not query - key"),
     "dynamic with a fixed alpha": (
@@ -144,6 +161,7 @@ WRONG = {
 }
 NOTEBOOK = {"drop": "08_nope", "LearnedPositions": "02_absolute", "t5_learned_bias": "03_relative"}
 NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07_scaling"}
+IN_08 = {"08's pasted nope rotates"}  # an answer id 06 has too: graded in 06, only used by the drop in 08
 TESTS = {
     "06_length": {
         "test_per_position_loss",
@@ -154,7 +172,7 @@ TESTS = {
         "test_alibi_handler_speed",
         "test_nope_handler",
     },
-    "08_nope": {"test_causal_mean", "test_causal_mean_speed", "test_nope_handler", "test_drop"},
+    "08_nope": {"test_causal_mean", "test_causal_mean_speed", "test_drop"},  # NoPEHandler: graded in 06 only
     "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
     "03_relative": {
         "test_alibi_slopes",
@@ -182,7 +200,7 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     answer_id, answer, test_id, hint = WRONG[wrong]
     for key, value in nh.notebook_env(tmp_path).items():
         monkeypatch.setenv(key, value)
-    notebook = NOTEBOOK.get(answer_id, "06_length")
+    notebook = "08_nope" if wrong in IN_08 else NOTEBOOK.get(answer_id, "06_length")
     source = nh.source(notebook)
     nb = nbformat.read(source, as_version=4)
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == answer_id]
