@@ -62,6 +62,12 @@ def tools_on_path():
             os.environ["PATH"] = saved
 
 
+def has_gradebook() -> bool:
+    """Whether the course has a gradebook yet: where it has none, nothing can be read from it, and asking
+    ``gradebook()`` would make one (nbgrader runs alembic: seconds)."""
+    return (course_dir() / "gradebook.db").exists()
+
+
 @contextmanager
 def gradebook():
     """nbgrader's ``Gradebook`` of the course, created if it does not exist yet."""
@@ -131,7 +137,7 @@ def due_date(assignment: str) -> datetime | None:
     from nbgrader.api import MissingEntry
 
     configured = configured_due_dates(config()).get(assignment)
-    if configured is not None:
+    if configured is not None or not has_gradebook():
         return configured
     with gradebook() as gb:
         try:

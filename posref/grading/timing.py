@@ -173,6 +173,13 @@ class Timing:
     student_rounds: list[Round] = field(default_factory=list)
 
 
+CUT_MARGIN = 1.25
+"""How far over ``give_up_above`` a student's round may run before it is cut: enough that a cut round's ratio is
+clearly over the limit whatever the clock's jitter, small because a slow function spends all of it three times
+(the checks' ``give_up_above`` is twice the budget, so a slow function costs about 3 x 2.5 x budget reference
+rounds)."""
+
+
 def speed_ratio(
     student: Callable[..., Any],
     reference: Callable[..., Any],
@@ -189,9 +196,9 @@ def speed_ratio(
     Every round draws a fresh ``Chain`` (``draw()``), gives each function its own copy of it, and runs ``calls``
     calls of each (set so that the reference takes at least ``min_round_s``). ``give_up_above``: stop early,
     after 3 rounds, when every ratio so far exceeds it (a function 100x over budget need not be timed 11 times to
-    know it is over); and cut the student's round short once it has taken twice ``give_up_above`` times the
-    reference's latest round, so a function 1000x slower costs a few dozen reference rounds, not 1000. A cut
-    round is a ratio per call made, so it stays comparable.
+    know it is over); and cut the student's round short once it has taken ``CUT_MARGIN`` x ``give_up_above``
+    times the reference's latest round, so a function 1000x slower costs a few dozen reference rounds, not 1000. A
+    cut round is a ratio per call made, so it stays comparable, and it is over ``give_up_above`` by construction.
 
     The student's outputs are not looked at while the clock runs: ``Timing.student_rounds`` holds them for the
     checker to verify afterwards (``timed_outputs``).
@@ -205,7 +212,7 @@ def speed_ratio(
         with quiet(student):
             calls, per_call = _calls_per_round(reference, draw, device, min_round_s)
         timing.calls = calls
-        cap = math.inf if give_up_above is None else 2.0 * give_up_above  # a margin over give_up_above
+        cap = math.inf if give_up_above is None else CUT_MARGIN * give_up_above
         for r in range(rounds):
             chain = draw()
             if r % 2:  # the student first: capped by the reference's previous round
