@@ -11,7 +11,8 @@
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
 
 Course data lives in $POSREF_COURSE_DIR (default ~/posref-course), created on first use. See README.md.
-Only the options live here; each subcommand is one call of its step's module.
+Only the options live here; each subcommand is one call of its step's module, imported when it runs (grading
+imports torch: seconds that `release` or `export` need not spend).
 """
 
 from __future__ import annotations
@@ -21,13 +22,7 @@ import os
 from pathlib import Path
 
 from autograder import course
-from autograder.demo.run import demo
-from autograder.export import export, print_table
-from autograder.grade import autograde, print_summary
-from autograder.lab import lab
-from autograder.late import parse_time
-from autograder.submissions import import_submissions
-from posref.launch import passed_on
+from autograder.course import parse_time
 
 
 def _positive_int(text: str) -> int:
@@ -93,11 +88,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "release":
         course.release(args.assignment)
     elif args.command == "import":
+        from autograder.submissions import import_submissions
+
         imported = import_submissions(
             args.path, args.assignment, timestamp=args.timestamp, roster=args.roster
         )
         print("imported:", ", ".join(imported))
     elif args.command == "autograde":
+        from autograder.grade import autograde, print_summary
+
         print_summary(
             args.assignment,
             autograde(
@@ -113,8 +112,15 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "feedback":
         course.feedback(args.assignment)
     elif args.command == "export":
+        from autograder.export import export, print_table
+
         print_table(export(args.assignment, args.csv))
     elif args.command == "demo":
+        from autograder.demo.run import demo
+
         demo(args.workers)
     elif args.command == "lab":
+        from autograder.lab import lab
+        from posref.launch import passed_on
+
         raise SystemExit(lab(passed_on(args.jupyter_args)))

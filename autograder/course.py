@@ -147,13 +147,14 @@ def due_date(assignment: str) -> datetime | None:
     return None if when is None else when.replace(tzinfo=timezone.utc)
 
 
-def enter_due_date(assignment: str, otherwise: datetime | None = None) -> None:
-    """The configuration's due date of ``assignment`` (else ``otherwise``) into nbgrader's gradebook, where
-    nbgrader counts how late a submission is; nothing when neither is given."""
-    when = configured_due_dates(config()).get(assignment, otherwise)
-    if when is not None:
-        with gradebook() as gb:
-            gb.update_or_create_assignment(assignment, duedate=when.replace(tzinfo=None))
+def enter_due_date(assignment: str) -> None:
+    """``assignment`` in nbgrader's gradebook (where nbgrader counts how late a submission is), with the
+    configuration's due date when it gives one; otherwise the gradebook's due date, if any, stays."""
+    when = configured_due_dates(config()).get(assignment)
+    with gradebook() as gb:
+        gb.update_or_create_assignment(
+            assignment, **({} if when is None else {"duedate": when.replace(tzinfo=None)})
+        )
 
 
 def assignments() -> list[str]:
@@ -196,9 +197,7 @@ def release(assignment: str) -> None:
     from autograder.start_page import release_start_page
 
     require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
-    earlier = due_date(assignment)  # `nbgrader db assignment add` without --duedate clears the gradebook's
-    nbgrader("db", "assignment", "add", assignment)
-    enter_due_date(assignment, earlier)
+    enter_due_date(assignment)
     nbgrader("generate_assignment", assignment, "--force")
     release_start_page(source_dir(), release_dir())
 

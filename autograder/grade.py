@@ -231,7 +231,7 @@ def autograde(
     from tqdm import tqdm
 
     require_released(assignment)
-    late.enter_due_date(assignment, late.due_date(assignment))
+    late.enter_due_date(assignment)
     submitted = course_dir() / "submitted"
     found = (
         sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
