@@ -143,3 +143,17 @@ def test_03_untouched_release_says_which_exercise_to_finish(tmp_path, monkeypatc
     told = {cell: message for cell, name, message in failed if name == "ExerciseNotDone"}
     assert set(told) == {"cell-11", "t5-bias-demo", "cell-13", "cell-16"}, told
     assert all(m.startswith("finish Exercise") for m in told.values()), told
+
+
+@pytest.mark.slow
+def test_08_untouched_release_says_which_exercise_to_finish(tmp_path, monkeypatch):
+    """As for 03 and 07: in the untouched release of 08 a cell fails in its own check (CheckFailed), with 'finish
+    ... first' (ExerciseNotDone), or, in the cell where the NoPEHandler from 06 is to be pasted, with that cell's
+    own stub; never with a name the student never wrote (before: NameError 'recal_log' and 'contenders')."""
+    failed = failing_cells(nh.release("08_nope"), tmp_path, monkeypatch)
+    other = [f for f in failed if f[1] not in ("CheckFailed", "ExerciseNotDone") and f[0] != "nope_handler"]
+    assert not other, f"cells failing with an error the student cannot act on: {other}"
+    told = {cell: message for cell, name, message in failed if name == "ExerciseNotDone"}
+    assert set(told) == {"cell-07", "nope-handler-call", "cell-11", "cell-13", "explore-losses"}, told
+    assert all(m.startswith("finish ") for m in told.values()), told
+    assert "NoPEHandler from notebook 06" in told["nope-handler-call"]
