@@ -27,7 +27,7 @@ def demo_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("POSREF_COURSE_DIR", str(course))
-        rows = demo(workers=2, cell_timeout=20.0)
+        rows = demo(workers=2, cell_timeout=10.0)  # the looping submissions wait this long
         yield course, {row["student"]: row for row in rows}
 
 
