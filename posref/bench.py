@@ -1,7 +1,8 @@
 """Speed of the reference as ratios to baselines measured in the same run, and the speed budgets' calibration.
 
     python -m posref.bench                 # apply_rope on CPU, one thread, the two reference shapes, fp32
-    python -m posref.bench --suite budgets # the apply_rope speed budget's calibration on this device
+    python -m posref.bench --suite budgets # every speed budget's calibration on this device
+    python -m posref.bench --suite budgets --checks t5_bucket,causal_mean   # only these
     python -m posref.bench --suite explorers # a slider move of the heavy explorers vs a fresh figure
     python -m posref.bench --device cuda --json out.json
         # on a GPU: apply_rope's ratios with each backend (eager, Triton, torch.compile), the budget's
@@ -15,9 +16,11 @@ memory-copy floor: RoPE must read and write every element once) and the transfor
 ``apply_rotary_pos_emb`` (``rotate_half`` + ``cat``), when that library is installed.
 
 The calibration (``bench_budgets``) times the student-style implementations of ``tests/grading/student_impls.py``
-exactly as ``posref.grading.check_apply_rope_speed`` does (``posref.grading.calibration``), reports each median
-ratio, the reference's time per call and the budget ``posref.grading.budgets.propose_budget`` makes of them,
-with the line to paste into ``budgets.py``.
+(apply_rope, attention) and ``tests/grading/student_impls_speed.py`` (every checker built on
+``posref.grading.speed.SpeedCheck``, listed in ``SPEED_CHECKS``) exactly as their checkers do
+(``posref.grading.calibration``), reports each median ratio, the reference's time per call, the machine's load
+average and the budget ``posref.grading.budgets.propose_budget`` makes of them, with the line to paste into
+``budgets.py``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,20 @@ SANE_IMPLS = (
 SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
 ATTENTION_SANE_IMPLS = ("attention_matmul", "attention_einsum", "attention_float64_inside")
 ATTENTION_SLOW_IMPLS = ("attention_loops", "attention_head_query_loops")
+STUDENT_IMPLS_SPEED = STUDENT_IMPLS.with_name("student_impls_speed.py")
+SPEED_CHECKS: dict[str, tuple[str, str, str, str]] = {
+    # name: (module, its SpeedCheck, the budget's name in budgets.py, the implementations in STUDENT_IMPLS_SPEED)
+    "per_position_loss": ("posref.grading.lab_speed", "PER_POSITION_LOSS", "PER_POSITION_LOSS", "PER_POSITION_LOSS_IMPLS"),
+    "rope_handler": ("posref.grading.lab_speed", "ROPE_HANDLER", "HANDLER", "ROPE_HANDLER_IMPLS"),
+    "alibi_handler": ("posref.grading.lab_speed", "ALIBI_HANDLER", "HANDLER", "ALIBI_HANDLER_IMPLS"),
+    "causal_mean": ("posref.grading.lab_speed", "CAUSAL_MEAN", "CAUSAL_MEAN", "CAUSAL_MEAN_IMPLS"),
+    "alibi_bias": ("posref.grading.relative_speed", "ALIBI_BIAS", "ALIBI_BIAS", "ALIBI_BIAS_IMPLS"),
+    "sinusoidal_pe": ("posref.grading.absolute_speed", "SINUSOIDAL_PE", "SINUSOIDAL_PE", "SINUSOIDAL_PE_IMPLS"),
+    "t5_bucket": ("posref.grading.relative_speed", "T5_BUCKET", "T5_BUCKET", "T5_BUCKET_IMPLS"),
+    "t5_learned_bias": ("posref.grading.relative_speed", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS_IMPLS"),
+}  # fmt: skip
+CPU_ONLY_CHECKS = {"sinusoidal_pe"}  # the exercise builds its table on the CPU: timed there only
+CHECKS = ("apply_rope", "attention", *SPEED_CHECKS)
 
 
 def interleaved_times(
@@ -329,14 +346,66 @@ def load_student_impls(
     return impls
 
 
-def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3) -> dict[str, dict]:
-    """Calibration of the ``apply_rope`` and ``attention`` speed budgets on ``device`` (``posref.grading.calibration``).
+def _module_from(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    Shapes: the checker's shape on this device and, on CUDA, the CPU's and ``CALIBRATION_SHAPE_GPU`` too (the
-    CPU shape is launch-bound on a GPU, where a matrix per position can look cheap); ``small``: two tiny shapes.
-    The recommendation is the first of these shapes at which the rule proposes a budget. One run is one sample
-    of a shared machine's noise: where several runs exist, apply ``propose_budget`` to all their medians.
+
+def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int = 3) -> dict[str, dict]:
+    """Calibration of the budgets of the ``SpeedCheck`` checkers ``names`` (keys of ``SPEED_CHECKS``) on
+    ``device``, each at its budget's shape, on the implementations of ``STUDENT_IMPLS_SPEED``."""
+    from posref.grading.calibration import calibrate_speed_check
+
+    if not STUDENT_IMPLS_SPEED.is_file():
+        print(
+            f"  budgets: {STUDENT_IMPLS_SPEED} not found (it comes with a source checkout): calibration skipped"
+        )
+        return {"speed check calibration": {"skipped": f"{STUDENT_IMPLS_SPEED} not found"}}
+    impls = _module_from(STUDENT_IMPLS_SPEED, "student_impls_speed")
+    figures: dict[str, dict] = {}
+    for name in names:
+        module, check_name, constant, impls_name = SPEED_CHECKS[name]
+        if name in CPU_ONLY_CHECKS and device.type != "cpu":
+            figures[f"{name} budget calibration {device.type}"] = {"skipped": "timed on the CPU only"}
+            continue
+        check = getattr(importlib.import_module(module), check_name)
+        shape = tuple(check.budget(device).shape)
+        figures[f"{name} budget calibration {shape} {device.type}"] = calibrate_speed_check(
+            check, constant, getattr(impls, impls_name), shape, device=device, repeats=repeats
+        )
+    return figures
+
+
+def bench_budgets(
+    device: torch.device, *, small: bool = False, repeats: int = 3, checks: list[str] | None = None
+) -> dict[str, dict]:
+    """Calibration of the speed budgets ``checks`` (names of ``CHECKS``; by default all of them, or only
+    ``apply_rope`` and ``attention`` when ``small``) on ``device`` (``posref.grading.calibration``).
+
+    apply_rope's shapes: the checker's shape on this device and, on CUDA, the CPU's and ``CALIBRATION_SHAPE_GPU``
+    too (the CPU shape is launch-bound on a GPU, where a matrix per position can look cheap); ``small``: two tiny
+    shapes (and a tiny one for attention). The recommendation is the first of these shapes at which the rule
+    proposes a budget. Every other check is calibrated at its budget's shape (``bench_speed_checks``). One run is
+    one sample of a shared machine's noise: where several runs exist, apply ``propose_budget`` to all their
+    medians.
     """
+    checks = list(checks if checks is not None else (("apply_rope", "attention") if small else CHECKS))
+    unknown = [name for name in checks if name not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown checks {unknown}: choose from {', '.join(CHECKS)}")
+    figures: dict[str, dict] = {}
+    if "apply_rope" in checks or "attention" in checks:
+        figures.update(_bench_rope_and_attention(device, small=small, repeats=repeats, checks=checks))
+    rest = [name for name in checks if name in SPEED_CHECKS]
+    if rest:
+        figures.update(bench_speed_checks(device, rest, repeats=repeats))
+    return figures
+
+
+def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int, checks: list[str]) -> dict:
+    """``bench_budgets``'s apply_rope and attention parts (those of ``checks``)."""
     from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget, attention_budget
     from posref.grading.calibration import calibrate_apply_rope, calibrate_attention
 
@@ -354,15 +423,18 @@ def bench_budgets(device: torch.device, *, small: bool = False, repeats: int = 3
         shapes = [apply_rope_budget(device).shape]
     figures: dict[str, dict] = {}
     recommended: dict[str, str] = {}
-    for shape in shapes:
+    for shape in shapes if "apply_rope" in checks else []:
         part = calibrate_apply_rope(impls, tuple(shape), device=device, repeats=repeats)
         figures[f"apply_rope budget calibration {tuple(shape)} {device.type}"] = part
         # the first shape (cheapest to check) that separates
         if part.get("budgets.py line") and not recommended:
             recommended = {"shape": str(tuple(shape)), "budgets.py line": part["budgets.py line"]}
-    figures[f"apply_rope budget recommendation {device.type}"] = recommended or {
-        "shape": "none: the rule separates sane from slow at none of the shapes timed"
-    }
+    if "apply_rope" in checks:
+        figures[f"apply_rope budget recommendation {device.type}"] = recommended or {
+            "shape": "none: the rule separates sane from slow at none of the shapes timed"
+        }
+    if "attention" not in checks:
+        return figures
     attention = load_student_impls(STUDENT_IMPLS, ATTENTION_SANE_IMPLS, ATTENTION_SLOW_IMPLS)
     shape = (1, 2, 16, 8) if small else attention_budget(device).shape
     figures[f"attention budget calibration {tuple(shape)} {device.type}"] = calibrate_attention(
@@ -435,11 +507,16 @@ def main(argv: list[str] | None = None) -> None:
         "--suite",
         choices=("rope", "budgets", "gpu", "all", "explorers"),
         default=None,
-        help="rope: apply_rope ratios; budgets: calibration of the apply_rope speed budget; gpu: bandwidth, "
+        help="rope: apply_rope ratios; budgets: calibration of the speed budgets (see --checks); gpu: bandwidth, "
         "biased attention, notebooks; all: the three (default: rope on CPU, all on CUDA); explorers: a slider "
         "move of the explorers that keep their figure, against a fresh figure",
     )
     parser.add_argument("--small", action="store_true", help="tiny shapes (to check the gpu suite runs)")
+    parser.add_argument(
+        "--checks",
+        help=f"with the budgets suite: comma-separated checks to calibrate, of {', '.join(CHECKS)} (default: all; "
+        "apply_rope and attention with --small)",
+    )
     parser.add_argument(
         "--notebooks", action="store_true", help="with the gpu suite: also time every notebook"
     )
@@ -485,7 +562,13 @@ def main(argv: list[str] | None = None) -> None:
                 }
             )
     if suite in ("budgets", "all"):
-        record(bench_budgets(device, small=args.small, repeats=1 if args.small else 3))
+        checks = (
+            None if args.checks is None else [name.strip() for name in args.checks.split(",") if name.strip()]
+        )
+        if checks is None:
+            checks = ["apply_rope", "attention"] if args.small else list(CHECKS)
+        for name in checks:  # one part each: a run cut short keeps the checks it finished
+            record(bench_budgets(device, small=args.small, repeats=1 if args.small else 3, checks=[name]))
     if suite in ("gpu", "all"):
         record(gpu_suite(device, rounds=args.rounds, small=args.small))
         if args.notebooks or device.type == "cuda":

@@ -16,6 +16,7 @@ This package imports the posref core only (never explorers, notebooks or trainin
 """
 
 from posref.grading.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
+from posref.grading.absolute_speed import check_sinusoidal_pe_speed
 from posref.grading.attention_speed import check_scaled_dot_product_attention_speed
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.lab import (
@@ -39,7 +40,11 @@ from posref.grading.relative import (
     check_t5_bucket,
     check_t5_learned_bias,
 )
-from posref.grading.relative_speed import check_alibi_bias_speed
+from posref.grading.relative_speed import (
+    check_alibi_bias_speed,
+    check_t5_bucket_speed,
+    check_t5_learned_bias_speed,
+)
 from posref.grading.report import Case, CheckFailed, difference, first_difference
 from posref.grading.rope import (
     check_apply_rope,
@@ -99,8 +104,11 @@ __all__ = [
     "check_score_by_distance",
     "check_shift_matrix",
     "check_sinusoidal_pe",
-    "check_t5_learned_bias",
+    "check_sinusoidal_pe_speed",
     "check_t5_bucket",
+    "check_t5_bucket_speed",
+    "check_t5_learned_bias",
+    "check_t5_learned_bias_speed",
     "difference",
     "first_difference",
     "resolve_device",

@@ -198,6 +198,78 @@ def alibi_bias_budget(device: torch.device | str) -> Budget:
     return _for_device(ALIBI_BIAS_CPU, ALIBI_BIAS_CUDA, device)
 
 
+SINUSOIDAL_PE_CPU = Budget(
+    max_ratio=7.0,
+    shape=(512, 64),
+    measured=(
+        "2-core shared CPU (load average 7.4 -> 5.5, other sessions' tests and this session's), torch 2.13, 1 thread, "
+        "the (512, 64) float32 table, base log-uniform in [100, 1e5], against posref.grading.absolute_speed."
+        "sinusoidal_pe (arange x frequencies, stack of sin and cos) + the linked rounds (base moved by the previous "
+        "table's mean), calibrate_speed_check with three medians each (11 rounds): column slices (the notebook's) "
+        "0.68, 0.61, 0.75; float64 inside 1.48, 1.41, 1.52; exp-log frequencies 0.95, 0.90, 1.05; numpy 2.84, 3.23, "
+        "2.70; loop over the dim/2 column pairs 2.86, 3.01, 3.02 (sane: 32 vectorised steps); loop over positions "
+        "49.8, 49.0, 50.5; math.sin double loop 50.7, 57.4, 52.4; element-wise double loop 520, 1231, 595 (cut "
+        "short: lower bounds). propose_budget: ceil(2 * 3.23) = 7, 1/7.0 of the best slow median. At (256, 64) "
+        "(load 2.9 -> 6.1) the loop over pairs read 3.7-4.7 and the math.sin loop 32.2: ceil(2 * 4.68) = 10 would "
+        "have been only 1/3.2 of it, hence the longer table."
+    ),
+)
+
+
+def sinusoidal_pe_budget(device: torch.device | str) -> Budget:
+    """02's ``sinusoidal_pe`` (the table of ``shape`` ``(n_positions, dim)``): built and timed on the CPU only
+    (the exercise returns it there), whatever the device."""
+    return SINUSOIDAL_PE_CPU
+
+
+T5_BUCKET_CPU = Budget(
+    max_ratio=3.0,
+    shape=(128, 128),
+    measured=(
+        "2-core shared CPU (load average 6.1 -> 5.7), torch 2.13, 1 thread, (128, 128) int64 offsets k - q (queries "
+        "up to 1000 after the keys' start), 32 buckets, max_distance 120, bidirectional and not alternating, "
+        "against posref.grading.relative_speed.t5_bucket (178 us per call) + the linked rounds (offsets plus the "
+        "previous buckets and the call number), calibrate_speed_check with three medians each (11 rounds): "
+        "torch.where (the notebook's) 1.04, 1.14, 1.03; float64 logarithm 1.33, 1.26, 1.41; lookup table 1.07, 1.02, "
+        "0.99; loop over rows 31.4, 41.6, 26.8; loop over offsets with the scalar rule 62.8, 71.2, 83.4. An earlier "
+        "run (load 3.4 -> 4.7, one median each): 1.06, 1.35, 1.05; 33.1, 96.1. propose_budget over both: ceil(2 * "
+        "1.41) = 3, 1/8.9 of the best slow median (26.8)."
+    ),
+)
+T5_BUCKET_CUDA = _provisional_cuda(T5_BUCKET_CPU)
+
+
+def t5_bucket_budget(device: torch.device | str) -> Budget:
+    """03's ``t5_bucket`` (relative positions of ``shape`` ``(Tq, Tk)``)."""
+    return _for_device(T5_BUCKET_CPU, T5_BUCKET_CUDA, device)
+
+
+T5_LEARNED_BIAS_CPU = Budget(
+    max_ratio=8.0,
+    shape=(4, 128, 32),
+    measured=(
+        "2-core shared CPU (load average 13.2 -> 7.2), torch 2.13, 1 thread, the bias (4, 128, 32) float32 from a "
+        "(32, 4) table, positions from random offsets, max_distance 120, bidirectional and not alternating, "
+        "against posref.grading.relative_speed.t5_learned_bias (one bucket tensor, one lookup) + the linked rounds "
+        "(table moved by the previous bias), calibrate_speed_check with three medians each (11 rounds): gather "
+        "(the notebook's) 1.18, 1.27, 1.19; F.embedding 0.85, 0.81, 1.01; one-hot product 2.91, 2.58, 3.80; loop "
+        "over heads 1.19, 1.34, 1.26; loop over heads with the buckets again per head 3.11, 2.69, 2.31; loop over "
+        "queries 39.3, 44.4, 33.7; loop over query-key pairs 115, 121, 128 (cut short: lower bounds). "
+        "propose_budget: ceil(2 * 3.80) = 8, 1/4.2 of the best slow median. Not at (4, 64, 64) (load 5.7 -> 5.5): "
+        "one-hot 2.26-3.37 against the loop over queries' 19.1-23.0, the rule's 7x not 3x below; nor at (8, 128, "
+        "128): the buckets again per head 4.71, the loop over queries 16.1. A loop over queries costs per query, "
+        "the reference per pair: many queries over few keys separate them. The student's t5_bucket runs inside "
+        "their t5_learned_bias, so a slow t5_bucket fails this check too."
+    ),
+)
+T5_LEARNED_BIAS_CUDA = _provisional_cuda(T5_LEARNED_BIAS_CPU)
+
+
+def t5_learned_bias_budget(device: torch.device | str) -> Budget:
+    """03's ``t5_learned_bias`` (the bias of ``shape`` ``(H, Tq, Tk)``, 32 buckets)."""
+    return _for_device(T5_LEARNED_BIAS_CPU, T5_LEARNED_BIAS_CUDA, device)
+
+
 SANE_FACTOR = 2.0
 """A budget is this many times the worst median ratio of a sane vectorised solution..."""
 MARGIN = 3.0

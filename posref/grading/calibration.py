@@ -1,14 +1,18 @@
 """Calibrating the speed budgets: student-style implementations timed as the checker times them.
 
 Each implementation is checked and timed by its checker's own measurement (``apply_rope_speed_ratio`` behind
-``check_apply_rope_speed``, ``attention_speed_ratio`` behind ``check_scaled_dot_product_attention_speed``: same
-chains of inputs, same ``speed_ratio``, same reference), ``repeats`` times; the
-medians go through ``budgets.propose_budget``. ``python -m posref.bench --suite budgets`` runs this on the
-student-style implementations of ``tests/grading/student_impls.py`` and prints the line to paste into ``budgets.py``.
+``check_apply_rope_speed``, ``attention_speed_ratio`` behind ``check_scaled_dot_product_attention_speed``,
+``SpeedCheck.measure`` behind every checker built on ``posref.grading.speed``: same chains of inputs, same
+``speed_ratio``, same reference), ``repeats`` times; the medians go through ``budgets.propose_budget``.
+``python -m posref.bench --suite budgets`` runs this on the student-style implementations of
+``tests/grading/student_impls.py`` and ``tests/grading/student_impls_speed.py`` and prints the line to paste into
+``budgets.py``, with the load average of the machine before and after (a shared machine's load is part of what a
+figure means).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 
@@ -20,6 +24,7 @@ from posref.grading.budgets import propose_budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
 from posref.grading.rope import apply_rope_speed_chain, apply_rope_speed_ratio
+from posref.grading.speed import SpeedCheck
 from posref.grading.timing import Timing, seconds_per_call
 from posref.kernels import fused_backends
 from posref.rope import apply_rope
@@ -86,6 +91,35 @@ def calibrate_attention(
                      ceiling=ceiling)  # fmt: skip
 
 
+def calibrate_speed_check(
+    check: SpeedCheck,
+    constant: str,
+    impls: Mapping[str, tuple[str, Callable[..., torch.Tensor]]],
+    shape: tuple[int, ...] | None = None,
+    *,
+    device: torch.device | str | None = None,
+    repeats: int = 3,
+    ceiling: float = CEILING,
+) -> dict[str, float | str]:
+    """``calibrate`` for a checker built on ``SpeedCheck`` (``lab_speed.PER_POSITION_LOSS``, ...), at ``shape``
+    (by default its budget's shape on ``device``), timed by ``check.measure`` against ``check.reference``."""
+    device = resolve_device(device)
+    shape = tuple(shape if shape is not None else check.budget(device).shape)
+    draw = Draw(hidden=True, device=device)
+    seconds = seconds_per_call(check.reference, lambda: check.chain(draw, shape), device=device)
+    reference = f"{check.reference.__module__}.{check.reference.__name__}"
+    return calibrate(constant, reference, check.measure, {DEFAULT: 1e6 * seconds}, impls, shape, device=device,
+                     repeats=repeats, ceiling=ceiling)  # fmt: skip
+
+
+def _load() -> float:
+    """The machine's one-minute load average (nan where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return float("nan")
+
+
 def calibrate(
     constant: str,
     reference: str,
@@ -109,15 +143,17 @@ def calibrate(
         impls: name -> (``"sane"`` or ``"slow"``, the function).
         repeats: medians measured per implementation (each from ``speed_ratio``'s 11 rounds).
     Returns: figures by name: ``"<name> (<kind>) #<i>"`` the i-th median ratio, ``"<name> seconds"`` the time
-    its checks and timing took, ``"reference us per call (<backend>)"``, ``"worst sane median"``, ``"best slow
-    median"``, ``"proposed budget"`` (``nan`` when the rule cannot separate), ``"verdict"`` and ``"budgets.py
-    line"`` (text; empty when there is no proposal). An implementation that fails the correctness check, or
+    its checks and timing took, ``"reference us per call (<backend>)"``, ``"load average at start"`` and ``"load
+    average at end"`` (one minute), ``"worst sane median"``, ``"best slow median"``, ``"proposed budget"``
+    (``nan`` when the rule cannot separate), ``"verdict"`` and ``"budgets.py line"`` (text; empty when there is no
+    proposal). An implementation that fails the correctness check, or
     raises while timed, is reported as ``"<name> (<kind>)"``: ``"not timed: ..."``, and left out of the rule.
     """
     shape = tuple(shape)
     figures: dict[str, float | str] = {
         f"reference us per call ({label})": us for label, us in reference_us.items()
     }
+    figures["load average at start"] = _load()
     medians: dict[str, dict[str, list[float]]] = {kind: {} for kind in KINDS}
     for name, (kind, fn) in impls.items():
         if kind not in KINDS:
@@ -134,6 +170,8 @@ def calibrate(
             figures[f"{name} ({kind})"] = f"not timed: {raised}{str(error).splitlines()[0][:300]}"
             medians[kind].pop(name, None)
         figures[f"{name} seconds"] = time.perf_counter() - start
+    figures["load average at end"] = _load()
+    load = f"load average {figures['load average at start']:.1f} -> {figures['load average at end']:.1f}"
     figures["note"] = f"ratios above {ceiling:g} may be lower bounds (timing is cut short there)"
     sane = [r for rs in medians["sane"].values() for r in rs]
     slow = [r for rs in medians["slow"].values() for r in rs]
@@ -149,7 +187,7 @@ def calibrate(
     figures["budgets.py line"] = ""
     if proposal.max_ratio is not None:
         measured = (
-            f"{device_name(device)}, torch {torch.__version__}, inputs {shape} float32, 11 rounds, against "
+            f"{device_name(device)} ({load}), torch {torch.__version__}, inputs {shape}, 11 rounds, against "
             f"{reference} ({figures[f'reference us per call ({DEFAULT})']:.0f} us per call); medians: "
             + "; ".join(
                 f"{name} ({kind}) " + ", ".join(f"{r:.1f}" for r in rs)

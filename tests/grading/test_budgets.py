@@ -98,3 +98,68 @@ def test_attention_budget_is_chosen_by_device_type():
     assert budgets.attention_budget("cuda:0") is budgets.ATTENTION_CUDA
     other = budgets.attention_budget("meta")
     assert other.provisional and other.max_ratio == budgets.ATTENTION_CPU.max_ratio
+
+
+def test_every_speed_check_the_bench_calibrates_has_its_check_budget_and_both_kinds_of_implementation():
+    import importlib
+
+    import student_impls_speed
+
+    from posref import bench
+    from posref.grading.speed import SpeedCheck
+
+    for name, (module, check, constant, impls) in bench.SPEED_CHECKS.items():
+        speed_check = getattr(importlib.import_module(module), check)
+        assert isinstance(speed_check, SpeedCheck), name
+        assert speed_check.budget("cpu") is getattr(budgets, f"{constant}_CPU"), name
+        kinds = {kind for kind, _ in getattr(student_impls_speed, impls).values()}
+        assert kinds == {"sane", "slow"}, name
+    with pytest.raises(ValueError, match="unknown checks"):
+        bench.bench_budgets(torch.device("cpu"), checks=["t5_bias"])
+
+
+def test_calibrating_a_speed_check_reports_each_median_the_load_and_a_verdict():
+    import time
+
+    from student_impls_speed import cm_cumsum
+
+    from posref.grading.calibration import calibrate_speed_check
+    from posref.grading.lab_speed import CAUSAL_MEAN
+
+    def sleepy(v):
+        time.sleep(0.002)  # hundreds of times the reference at this shape
+        return cm_cumsum(v)
+
+    impls = {"cumsum": ("sane", cm_cumsum), "sleepy": ("slow", sleepy)}
+    figures = calibrate_speed_check(CAUSAL_MEAN, "CAUSAL_MEAN", impls, (1, 1, 16, 4), device="cpu", repeats=1,
+                                    ceiling=5.0)  # fmt: skip
+    assert figures["cumsum (sane) #1"] > 0 and figures["sleepy (slow) #1"] > 5.0
+    assert figures["reference us per call (default, as checked)"] > 0
+    assert "load average at start" in figures and "load average at end" in figures
+    assert isinstance(figures["verdict"], str) and "separable" in figures["verdict"]
+
+
+# the medians each budget's ``measured`` quotes at its shape (sane; slow)
+RECORDED = {
+    "SINUSOIDAL_PE_CPU": (
+        [0.68, 0.61, 0.75, 1.48, 1.41, 1.52, 0.95, 0.90, 1.05, 2.84, 3.23, 2.70, 2.86, 3.01, 3.02],
+        [49.8, 49.0, 50.5, 50.7, 57.4, 52.4, 520.0, 1231.0, 595.0],
+    ),
+    "T5_BUCKET_CPU": (
+        [1.04, 1.14, 1.03, 1.33, 1.26, 1.41, 1.07, 1.02, 0.99, 1.06, 1.35, 1.05],
+        [31.4, 41.6, 26.8, 62.8, 71.2, 83.4, 33.1, 96.1],
+    ),
+    "T5_LEARNED_BIAS_CPU": (
+        [1.18, 1.27, 1.19, 0.85, 0.81, 1.01, 2.91, 2.58, 3.80, 1.19, 1.34, 1.26, 3.11, 2.69, 2.31],
+        [39.3, 44.4, 33.7, 115.0, 121.0, 128.0],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_each_speed_check_budget_agrees_with_the_rule_on_its_recorded_medians(name):
+    sane, slow = RECORDED[name]
+    budget = getattr(budgets, name)
+    assert propose_budget(sane, slow).max_ratio == budget.max_ratio
+    assert budgets.MARGIN * budget.max_ratio <= min(slow)
+    assert f"{max(sane):.2f}" in budget.measured and f"{min(slow):.1f}" in budget.measured

@@ -173,13 +173,20 @@ TESTS = {
         "test_nope_handler",
     },
     "08_nope": {"test_causal_mean", "test_causal_mean_speed", "test_drop"},  # NoPEHandler: graded in 06 only
-    "02_absolute": {"test_learned_positions", "test_sinusoidal_pe", "test_shift_matrix"},
+    "02_absolute": {
+        "test_learned_positions",
+        "test_sinusoidal_pe",
+        "test_sinusoidal_pe_speed",
+        "test_shift_matrix",
+    },
     "03_relative": {
         "test_alibi_slopes",
         "test_alibi_bias",
         "test_alibi_bias_speed",
         "test_t5_bucket",
+        "test_t5_bucket_speed",
         "test_t5_learned_bias",
+        "test_t5_learned_bias_speed",
     },
     "07_scaling": {
         "test_dynamic_ntk_frequencies",
