@@ -378,6 +378,10 @@ def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int =
     return figures
 
 
+SMALL_CEILING = 8.0
+"""``--small``'s ``ceiling`` for the calibration (``posref.grading.calibration.CEILING`` otherwise)."""
+
+
 def bench_budgets(
     device: torch.device, *, small: bool = False, repeats: int = 3, checks: list[str] | None = None
 ) -> dict[str, dict]:
@@ -407,7 +411,7 @@ def bench_budgets(
 def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int, checks: list[str]) -> dict:
     """``bench_budgets``'s apply_rope and attention parts (those of ``checks``)."""
     from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget, attention_budget
-    from posref.grading.calibration import calibrate_apply_rope, calibrate_attention
+    from posref.grading.calibration import CEILING, calibrate_apply_rope, calibrate_attention
 
     impls = load_student_impls(STUDENT_IMPLS)
     if impls is None:
@@ -423,8 +427,11 @@ def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int
         shapes = [apply_rope_budget(device).shape]
     figures: dict[str, dict] = {}
     recommended: dict[str, str] = {}
+    # tiny shapes check that the calibration runs, not where a budget goes: slow ones are timed only until they
+    # are clearly slow, else each of their 11 rounds lasts up to CEILING reference rounds
+    ceiling = SMALL_CEILING if small else CEILING
     for shape in shapes if "apply_rope" in checks else []:
-        part = calibrate_apply_rope(impls, tuple(shape), device=device, repeats=repeats)
+        part = calibrate_apply_rope(impls, tuple(shape), device=device, repeats=repeats, ceiling=ceiling)
         figures[f"apply_rope budget calibration {tuple(shape)} {device.type}"] = part
         # the first shape (cheapest to check) that separates
         if part.get("budgets.py line") and not recommended:
@@ -438,7 +445,7 @@ def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int
     attention = load_student_impls(STUDENT_IMPLS, ATTENTION_SANE_IMPLS, ATTENTION_SLOW_IMPLS)
     shape = (1, 2, 16, 8) if small else attention_budget(device).shape
     figures[f"attention budget calibration {tuple(shape)} {device.type}"] = calibrate_attention(
-        attention, tuple(shape), device=device, repeats=repeats
+        attention, tuple(shape), device=device, repeats=repeats, ceiling=ceiling
     )
     return figures
 
