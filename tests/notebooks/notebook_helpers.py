@@ -142,13 +142,16 @@ def sandbox_problem() -> str | None:
     return Sandbox().problem
 
 
-def assert_round_trip(name: str, course: Path, monkeypatch, *, clean: bool = False) -> None:
+def assert_round_trip(
+    name: str, course: Path, monkeypatch, *, clean: bool = False, scheduler: str | None = None
+) -> None:
     """The solution earns every autograded point and the untouched release earns 0, in nbgrader's gradebook.
 
     Graded the way the course grades: ``python -m autograder autograde`` (nbgrader's autograde, then the score
     of record: answer cells run in a sandboxed child, the checkers in hidden mode in the grader). Where the
     sandbox cannot start, plain ``nbgrader autograde`` (checkers in the notebook's kernel) is used instead.
-    ``clean``: also require that every cell of the solution ran without error in the sandbox.
+    ``clean``: also require that every cell of the solution ran without error in the sandbox. ``scheduler``: the
+    Dask scheduler whose workers grade (else a local cluster started for this call).
     """
     from nbgrader.api import Gradebook
 
@@ -165,7 +168,10 @@ def assert_round_trip(name: str, course: Path, monkeypatch, *, clean: bool = Fal
     if problem is None:
         from autograder.grade import autograde
 
-        results = {r["student"]: r for r in autograde(name, workers=2, students=list(submissions))}
+        results = {
+            r["student"]: r
+            for r in autograde(name, workers=2, students=list(submissions), scheduler=scheduler)
+        }
         for student, result in results.items():
             assert "error" not in result, f"{name}, {student}: the grader failed: {result['error']}"
             (record,) = result["notebooks"]
