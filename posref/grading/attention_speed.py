@@ -1,20 +1,21 @@
 """The speed check of notebook 01's ``attention``: timed against ``posref.scaled_dot_product_attention`` as
 ``check_apply_rope_speed`` times ``apply_rope`` (``posref.grading.timing``: chains of calls on fresh inputs, the
-timed outputs verified afterwards), within ``budgets.attention_budget``."""
+timed outputs verified afterwards), within ``budgets.attention_budget``; one ``posref.grading.speed.SpeedCheck``
+declaration."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import torch
 
 from posref.attention import scaled_dot_product_attention
 from posref.grading import budgets
-from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, first_difference
+from posref.grading.cases import Draw
+from posref.grading.report import Case
 from posref.grading.rules import enforce_rules
-from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
+from posref.grading.speed import SpeedCheck
+from posref.grading.timing import Chain, Round
 
 
 def attention_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
@@ -36,34 +37,31 @@ def _attention_atol(timed: Round) -> float:
     return 256 * 2.0**-23 * timed.calls * float(timed.chain.args[1].abs().max())
 
 
-def attention_speed_ratio(
-    fn: Callable[..., torch.Tensor],
-    *,
-    device: torch.device | str | None,
-    shape: tuple[int, ...],
-    give_up_above: float | None,
-    reference: Callable[..., torch.Tensor] | None = None,
-) -> tuple[Timing, torch.device]:
-    """The measurement behind ``check_scaled_dot_product_attention_speed`` (and its calibration): ``fn`` checked
-    against the reference on inputs of ``shape`` (causal and not), timed against ``reference`` (default
-    ``posref.scaled_dot_product_attention``) on fresh chains, every timed round's last output verified."""
-    draw = Draw(hidden=True, device=device)
+def _attention_speed_cases(draw: Draw, shape: tuple[int, ...]) -> list[Case]:
+    """Causal and not, each on a fresh round's inputs: what ``fn`` must get right before it is timed."""
     cases = []
     for causal in (False, True):
         chain = attention_speed_chain(draw, shape)
         cases.append(Case((chain.start, *chain.args), {"causal": causal}))
-    first_difference("attention", fn, scaled_dot_product_attention, cases, seed=draw.quoted_seed)
-    timing = speed_ratio(
-        fn,
-        reference or scaled_dot_product_attention,
-        lambda: attention_speed_chain(draw, shape),
-        device=draw.device,
-        give_up_above=give_up_above,
-    )
-    verify_timed_outputs(
-        "attention", timing, _attention_in_float64, _attention_atol, chained="causal alternating"
-    )
-    return timing, draw.device
+    return cases
+
+
+ATTENTION_SPEED = SpeedCheck(
+    name="attention",
+    reference=scaled_dot_product_attention,
+    step=_attention_in_float64,
+    chain=attention_speed_chain,
+    atol=_attention_atol,
+    chained="causal alternating",
+    budget=budgets.attention_budget,
+    inputs="q, k, v",
+    advice="Compute every query's scores at once (q @ k^T over the last two dims, every head and batch in one "
+    "product), then one softmax and one product with v: no Python loop over queries, keys or heads.",
+    cases=_attention_speed_cases,
+    match_dtype=True,
+)
+"""The speed check of 01's ``attention`` (``posref.grading.speed``); ``ATTENTION_SPEED.measure`` is what
+``python -m posref.bench --suite budgets`` runs."""
 
 
 @enforce_rules
@@ -73,17 +71,4 @@ def check_scaled_dot_product_attention_speed(
     """``fn(q, k, v, causal=False)`` must be within the device's budget of
     ``posref.scaled_dot_product_attention``'s time (``budgets.attention_budget``: CPU 5x on q, k, v of ``(1, 2,
     128, 16)``; CUDA provisional), timed as ``check_apply_rope_speed`` times ``apply_rope``. Returns the ratio."""
-    target = resolve_device(device)
-    return within_budget(
-        "attention",
-        partial(attention_speed_ratio, fn),
-        budgets.attention_budget(target),
-        target,
-        inputs="q, k, v",
-        advice=(
-            "Compute every query's scores at once (q @ k^T over the "
-            "last two dims, every head and batch in one product), then one softmax and one product with v: no "
-            "Python loop over queries, keys or heads."
-        ),
-        reference=reference,
-    )
+    return ATTENTION_SPEED.check(fn, device=device, reference=reference)

@@ -1,9 +1,9 @@
 """Calibrating the speed budgets: student-style implementations timed as the checker times them.
 
-Each implementation is checked and timed by its checker's own measurement (``apply_rope_speed_ratio`` behind
-``check_apply_rope_speed``, ``attention_speed_ratio`` behind ``check_scaled_dot_product_attention_speed``,
-``SpeedCheck.measure`` behind every checker built on ``posref.grading.speed``: same chains of inputs, same
-``speed_ratio``, same reference), ``repeats`` times; the medians go through ``budgets.propose_budget``.
+Each implementation is checked and timed by its checker's own measurement, the ``measure`` of the checker's
+``posref.grading.speed.SpeedCheck`` (``rope.APPLY_ROPE_SPEED`` behind ``check_apply_rope_speed``,
+``attention_speed.ATTENTION_SPEED`` behind ``check_scaled_dot_product_attention_speed``, and so on: same chains of
+inputs, same ``speed_ratio``, same reference), ``repeats`` times; the medians go through ``budgets.propose_budget``.
 ``python -m posref.bench --suite budgets`` runs this on the student-style implementations of
 ``tests/grading/student_impls.py`` and ``tests/grading/student_impls_speed.py`` and prints the line to paste into
 ``budgets.py``, with the load average of the machine before and after (a shared machine's load is part of what a
@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping
 import torch
 
 from posref.attention import scaled_dot_product_attention
-from posref.grading.attention_speed import attention_speed_chain, attention_speed_ratio
+from posref.grading.attention_speed import ATTENTION_SPEED, attention_speed_chain
 from posref.grading.budgets import propose_budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
-from posref.grading.rope import apply_rope_speed_chain, apply_rope_speed_ratio
+from posref.grading.rope import APPLY_ROPE_SPEED, apply_rope_speed_chain
 from posref.grading.speed import SpeedCheck
 from posref.grading.timing import Timing, seconds_per_call
 from posref.kernels import fused_backends
@@ -68,7 +68,7 @@ def calibrate_apply_rope(
             device=device,
         )
         reference_us[label] = 1e6 * seconds
-    return calibrate("APPLY_ROPE", "posref.apply_rope", apply_rope_speed_ratio, reference_us, impls, shape,
+    return calibrate("APPLY_ROPE", "posref.apply_rope", APPLY_ROPE_SPEED.measure, reference_us, impls, shape,
                      device=device, repeats=repeats, ceiling=ceiling)  # fmt: skip
 
 
@@ -86,7 +86,7 @@ def calibrate_attention(
     seconds = seconds_per_call(
         scaled_dot_product_attention, lambda: attention_speed_chain(draw, shape), device=device
     )
-    return calibrate("ATTENTION", "posref.scaled_dot_product_attention", attention_speed_ratio,
+    return calibrate("ATTENTION", "posref.scaled_dot_product_attention", ATTENTION_SPEED.measure,
                      {DEFAULT: 1e6 * seconds}, impls, shape, device=device, repeats=repeats,
                      ceiling=ceiling)  # fmt: skip
 
@@ -137,7 +137,7 @@ def calibrate(
     Args:
         constant: the budget's name in ``budgets.py`` without its device (``"APPLY_ROPE"``); reference: what the
             ratios are against, for the record.
-        ratio_of: the checker's measurement (``apply_rope_speed_ratio``, ``attention_speed_ratio``): checks
+        ratio_of: the checker's measurement (its ``SpeedCheck.measure``): checks
             ``fn`` and times it, ``(fn, device=, shape=, give_up_above=) -> (Timing, device)``.
         reference_us: the reference's microseconds per call, by backend (``DEFAULT`` first).
         impls: name -> (``"sane"`` or ``"slow"``, the function).

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 import torch
 
 from posref.grading import budgets
-from posref.grading.cases import Draw, resolve_device
+from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
+from posref.grading.speed import SpeedCheck
+from posref.grading.timing import Chain, Round
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -262,36 +262,32 @@ def _rope_atol(timed: Round) -> float:
     return 8 * _EPS[torch.float32] * timed.calls * scale
 
 
-def apply_rope_speed_ratio(
-    fn: Callable[..., torch.Tensor],
-    *,
-    device: torch.device | str | None,
-    shape: tuple[int, ...],
-    give_up_above: float | None,
-    reference: Callable[..., torch.Tensor] | None = None,
-) -> tuple[Timing, torch.device]:
-    """The measurement behind ``check_apply_rope_speed`` (also run by ``python -m posref.bench --suite budgets``).
-
-    ``fn`` is first checked against ``posref.apply_rope`` on inputs of ``shape`` (both layouts), then timed against
-    ``reference`` (default ``posref.apply_rope``) with ``speed_ratio`` on fresh chains
-    (``apply_rope_speed_chain``), and the last output of every timed round is verified. Returns the ``Timing`` and
-    the device it ran on.
-    """
-    draw = Draw(hidden=True, device=device)
+def _apply_rope_speed_cases(draw: Draw, shape: tuple[int, ...]) -> list[Case]:
+    """Both layouts, each on a fresh round's inputs: what ``fn`` must get right before it is timed."""
     cases = []
     for layout in ("half", "interleaved"):
         chain = apply_rope_speed_chain(draw, shape)
         cases.append(Case((chain.start, *chain.args), {"layout": layout}))
-    first_difference("apply_rope", fn, apply_rope, cases, mistakes=_rope_mistakes(), seed=draw.quoted_seed)
-    timing = speed_ratio(
-        fn,
-        reference or apply_rope,
-        lambda: apply_rope_speed_chain(draw, shape),
-        device=draw.device,
-        give_up_above=give_up_above,
-    )
-    verify_timed_outputs("apply_rope", timing, apply_rope, _rope_atol, chained="layouts alternating")
-    return timing, draw.device
+    return cases
+
+
+APPLY_ROPE_SPEED = SpeedCheck(
+    name="apply_rope",
+    reference=apply_rope,
+    step=apply_rope,  # float32: the float64 chain cost 30x the timing itself (see _rope_atol)
+    chain=apply_rope_speed_chain,
+    atol=_rope_atol,
+    chained="layouts alternating",
+    budget=budgets.apply_rope_budget,
+    inputs="x",
+    advice="Rotate all positions at once with elementwise products (x * cos + rotate(x) * sin): no Python loop "
+    "over positions and no (D, D) rotation matrix per position.",
+    cases=_apply_rope_speed_cases,
+    mistakes=_rope_mistakes(),
+    match_dtype=True,
+)
+"""The speed check of ``apply_rope`` (``posref.grading.speed``); ``APPLY_ROPE_SPEED.measure`` is what
+``python -m posref.bench --suite budgets`` runs."""
 
 
 @enforce_rules
@@ -307,16 +303,4 @@ def check_apply_rope_speed(
     fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope`` as the baseline (the grader passes
     one that runs under the same conditions as ``fn``). Returns the ratio.
     """
-    target = resolve_device(device)
-    return within_budget(
-        "apply_rope",
-        partial(apply_rope_speed_ratio, fn),
-        budgets.apply_rope_budget(target),
-        target,
-        inputs="x",
-        advice=(
-            "Rotate all positions at once with elementwise products (x * cos + rotate(x) "
-            "* sin): no Python loop over positions and no (D, D) rotation matrix per position."
-        ),
-        reference=reference,
-    )
+    return APPLY_ROPE_SPEED.check(fn, device=device, reference=reference)

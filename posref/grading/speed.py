@@ -36,7 +36,8 @@ class SpeedCheck:
             ``fn`` must pass before it is timed (by default the first call of two fresh chains).
         atol: a timed round's tolerance for its last output; chained: how the calls of a round vary, in words.
         budget: ``budget(device)`` -> its ``Budget``; inputs: what ``budget.shape`` is the shape of, in words.
-        advice: what a slow function should do instead; mistakes: hints for ``first_difference``.
+        advice: what a slow function should do instead; mistakes: hints for ``first_difference``; match_dtype:
+            whether the cases also hold ``fn``'s output to the reference's dtype (the timed rounds always do).
     """
 
     name: str
@@ -50,6 +51,7 @@ class SpeedCheck:
     advice: str
     cases: Callable[[Draw, tuple[int, ...]], list[Case]] | None = None
     mistakes: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    match_dtype: bool = False
 
     def _cases(self, draw: Draw, shape: tuple[int, ...]) -> list[Case]:
         if self.cases is not None:
@@ -75,7 +77,7 @@ class SpeedCheck:
         its timed outputs verified: (the ``Timing``, the device it ran on). What calibration runs too."""
         draw = Draw(hidden=True, device=device)
         first_difference(self.name, fn, self.reference, self._cases(draw, shape), mistakes=self.mistakes,
-                         match_dtype=False, seed=draw.quoted_seed)  # fmt: skip
+                         match_dtype=self.match_dtype, seed=draw.quoted_seed)  # fmt: skip
         timing = speed_ratio(fn, reference or self.reference, lambda: self.chain(draw, shape),
                              device=draw.device, give_up_above=give_up_above)  # fmt: skip
         verify_timed_outputs(self.name, timing, self.step, self.atol, chained=self.chained)
