@@ -116,13 +116,14 @@ PER_POSITION_LOSS_CPU = Budget(
     max_ratio=3.0,
     shape=(4, 256, 32),
     measured=(
-        "2-core shared CPU (load average 2.8-4.7, ~7 sessions), torch 2.13, 1 thread, logits (4, 256, 32) float32 "
-        "with a fifth of the targets ignored, against posref.grading.lab_speed.per_position_loss (F.cross_entropy "
-        "per element, summed over the batch) on main c32caa2 + the linked rounds (logits rescaled per position by "
-        "the previous losses), one median each (11 rounds): log_softmax + gather 0.84; float64 inside 1.17; one-hot "
-        "product 1.45; loop over positions 62.5; loop over (sequence, position) 195.6 (cut short: a lower bound). "
-        "propose_budget: ceil(2 * 1.45) = 3, and 3 * 3 = 9 is below the best slow median (62.5). One median each "
-        "only (deadline): re-measure with --repeats 3."
+        "2-core shared CPU, torch 2.13, 1 thread, logits (4, 256, 32) float32 with a fifth of the targets ignored, "
+        "against posref.grading.lab_speed.per_position_loss (F.cross_entropy per element, summed over the batch) + "
+        "the linked rounds (logits rescaled per position by the previous losses), 11 rounds per median. "
+        "calibrate_speed_check (python -m posref.bench --suite budgets --checks per_position_loss, load average "
+        "10.5 -> 7.6), three medians each: log_softmax + gather 1.06, 1.00, 0.98; float64 inside 1.15, 1.16, 1.04; "
+        "one-hot product 1.33, 1.32, 1.42; loop over positions 57.3, 67.6, 59.1; loop over (sequence, position) "
+        "253, 236, 133 (cut short: lower bounds). The first run (load 2.8-4.7, one median each): 0.84, 1.17, 1.45; "
+        "62.5, 195.6. propose_budget over both: ceil(2 * 1.45) = 3, 1/19.1 of the best slow median (57.3)."
     ),
 )
 PER_POSITION_LOSS_CUDA = _provisional_cuda(PER_POSITION_LOSS_CPU)
@@ -137,15 +138,19 @@ HANDLER_CPU = Budget(
     max_ratio=3.0,
     shape=(1, 4, 128, 16),
     measured=(
-        "2-core shared CPU (load average 2.3-4.7, ~7 sessions), torch 2.13, 1 thread, tokens (1, 128, 64) = 4 heads "
-        "of 16, every token a query, positions from a random offset, against the same layer through posref's "
-        "handler (posref.grading.lab_speed) on main c32caa2 + the linked rounds (tokens plus the previous heads), "
-        "one median each (11 rounds). RoPE: posref-like 0.80; einsum rotation 0.98; loop over positions 31.2. "
-        "ALiBi: posref-like 1.13; float64 bias 0.96; loop over query-key pairs 345.5 (cut short: a lower bound); "
-        "loop over queries 4.98. propose_budget over the sane ones and the loops over positions and pairs: ceil(2 "
-        "* 1.13) = 3, and 3 * 3 = 9 is below the best slow median (31.2). ALiBi's loop over queries (one row of "
-        "the bias per query, 128 iterations) is not separable from the sane ones at this shape: it fails 3x by "
-        "1.7x, not by a wide margin. One median each only (deadline): re-measure with --repeats 3."
+        "2-core shared CPU, torch 2.13, 1 thread, tokens (1, 128, 64) = 4 heads of 16, every token a query, "
+        "positions from a random offset, against the same layer through posref's handler (posref.grading."
+        "lab_speed) + the linked rounds (tokens plus the previous heads), 11 rounds per median. calibrate_speed_check "
+        "(python -m posref.bench --suite budgets, load average 7.6 -> 5.1), three medians each. RoPE: posref-like "
+        "0.80, 0.97, 0.82; einsum rotation 1.01, 0.91, 0.98; loop over positions 18.1, 15.7, 17.1. ALiBi: "
+        "posref-like 0.95, 0.89, 1.02; float64 bias 1.10, 1.08, 0.96; loop over query-key pairs 196, 234, 401 (cut "
+        "short: lower bounds); loop over queries 3.38, 3.67, 3.54. The first run (load 2.3-4.7, one median each): "
+        "RoPE 0.80, 0.98, 31.2; ALiBi 1.13, 0.96, 345.5, loop over queries 4.98. propose_budget over every sane "
+        "median and the loops over positions and pairs: ceil(2 * 1.13) = 3, 1/5.2 of the best slow median (15.7). "
+        "ALiBi's loop over queries (one row of the bias per query, 128 rows) is not separable: it fails 3x by only "
+        "1.13-1.22x in these runs (1.7x in the first), and no shape tried separates it (two medians each, load "
+        "1.4-1.9: at (1, 2, 256, 8) 4.23, 4.52 against sane up to 1.28; at (1, 4, 64, 16) 3.40, 3.52 against 1.00): "
+        "a row of the bias costs about what the attention it is added to costs. It may pass on a quieter run."
     ),
 )
 HANDLER_CUDA = _provisional_cuda(HANDLER_CPU)
@@ -157,16 +162,20 @@ def handler_budget(device: torch.device | str) -> Budget:
 
 
 CAUSAL_MEAN_CPU = Budget(
-    max_ratio=10.0,
-    shape=(1, 8, 256, 16),
+    max_ratio=8.0,
+    shape=(1, 8, 128, 16),
     measured=(
-        "2-core shared CPU (load average 2.5-3.9, ~7 sessions), torch 2.13, 1 thread, v (1, 8, 256, 16) float32, "
-        "against posref.grading.lab_speed.causal_mean (cumsum / counts) on main c32caa2 + the linked rounds (each "
-        "call on the previous output plus the round's v, in place), one median each (11 rounds): cumsum 1.02; "
-        "float64 inside 1.63; (T, T) averaging matrix 4.78; loop over positions (mean of each prefix) 48.0; running "
-        "sum in a Python loop 66.3. propose_budget: ceil(2 * 4.78) = 10, and 3 * 10 = 30 is below the best slow "
-        "median (48.0). The link (one in-place add) costs about a third of the reference's cumsum and division: it "
-        "dilutes every ratio towards 1 by that much. One median each only (deadline): re-measure with --repeats 3."
+        "2-core shared CPU, torch 2.13, 1 thread, v (1, 8, 128, 16) float32, against posref.grading.lab_speed."
+        "causal_mean (cumsum / counts, 31 us per call) + the linked rounds (each call on the previous output plus "
+        "the round's v, in place), 11 rounds per median, calibrate_speed_check (load average 2.2 -> 5.5), three "
+        "medians each: cumsum 1.02, 1.11, 1.10; float64 inside 1.38, 1.67, 1.59; (T, T) averaging matrix 3.36, "
+        "3.63, 3.32; loop over positions (mean of each prefix) 43.2, 30.0, 38.7; running sum in a Python loop "
+        "42.7, 46.3, 45.0. propose_budget: ceil(2 * 3.63) = 8, 1/3.7 of the best slow median (30.0). Before: 10x "
+        "at (1, 8, 256, 16), from one median each (matrix 4.78, loops 48.0 and 66.3); re-measured there with "
+        "python -m posref.bench --suite budgets (load 5.1 -> 1.8, three medians each) the matrix read 6.15, 6.41, "
+        "7.04 (its T^2 work grows faster than the loops' T steps) and the loops 44.1-58.2: the rule's 15x would "
+        "have been 1/2.9 of them, not separable, hence the shorter sequence. The link (one in-place add) dilutes "
+        "every ratio towards 1 a little."
     ),
 )
 CAUSAL_MEAN_CUDA = _provisional_cuda(CAUSAL_MEAN_CPU)
@@ -178,16 +187,18 @@ def causal_mean_budget(device: torch.device | str) -> Budget:
 
 
 ALIBI_BIAS_CPU = Budget(
-    max_ratio=3.0,
+    max_ratio=4.0,
     shape=(4, 128, 128),
     measured=(
-        "2-core shared CPU (~7 sessions), torch 2.13, 1 thread, bias (4, 128, 128) float32, positions from random "
-        "offsets, against posref.grading.relative_speed.alibi_bias (broadcast |m - n| times the slopes, 228 us per "
-        "call with the link) + the linked rounds (slopes moved by the previous bias), calibrate with one median "
-        "each (11 rounds): broadcast 1.1; float64 inside 1.45; cdist + einsum 1.29; loop over queries 28.1; loop "
-        "over query-key pairs 3264.7 (cut short: a lower bound). propose_budget: ceil(2 * 1.45) = 3, 1/9.4 of the "
-        "best slow median. At (8, 256, 256) the loop over queries was only 12.9 against float64's 2.45: not "
-        "separable there. One median each only (deadline): re-measure with repeats=3."
+        "2-core shared CPU, torch 2.13, 1 thread, bias (4, 128, 128) float32, positions from random offsets, "
+        "against posref.grading.relative_speed.alibi_bias (broadcast |m - n| times the slopes, 85-228 us per call "
+        "with the link) + the linked rounds (slopes moved by the previous bias), 11 rounds per median. "
+        "calibrate_speed_check (python -m posref.bench --suite budgets --checks alibi_bias, load average 5.5 -> "
+        "10.5), three medians each: broadcast 1.01, 0.94, 1.08; float64 inside 1.49, 1.72, 1.39; cdist + einsum "
+        "1.41, 1.57, 1.34; loop over queries 36.8, 28.4, 29.6; loop over query-key pairs 2228, 2171, 2593 (cut "
+        "short: lower bounds). The first run (one median each): 1.1, 1.45, 1.29; 28.1, 3264.7. propose_budget over "
+        "both: ceil(2 * 1.72) = 4 (3x before, from the first run alone), 1/7.0 of the best slow median (28.1). At "
+        "(8, 256, 256) the loop over queries was only 12.9 against float64's 2.45: not separable there."
     ),
 )
 ALIBI_BIAS_CUDA = _provisional_cuda(ALIBI_BIAS_CPU)
