@@ -417,16 +417,39 @@ def first_difference(
         message = _header(name, case, i, len(cases), seed) + "\n  " + problem
         if changed is not None:
             message += f"\n  (your function also changed its input in place: {changed})"
-        for hint, wrong in (mistakes or {}).items():
+        hints = _explaining(mistakes or {}, case, expected, got)
+        # a case can fit several mistakes (shuffled frequencies whose first comes out lowest): the later cases
+        # on which the function is wrong too keep only the mistakes that fit them as well
+        for later in cases[i + 1 :] if len(hints) > 1 else ():
             try:
-                variant = call(wrong, case)
-            except Exception:  # a variant that cannot run on this case cannot explain it
-                continue
-            explains = difference(variant, got, match_dtype=False, **tol) is None
-            if explains and difference(expected, variant, match_dtype=False, **tol) is not None:
-                message += f"\n  hint: {hint}"
+                their = fn(*private_copy(later.args), **private_copy(later.kwargs))
+            except Exception:
                 break
+            expected_later = call(reference, later)
+            tol_later = {"atol": later.atol, "rtol": later.rtol}
+            if difference(expected_later, their, match_dtype=False, **tol_later) is None:
+                continue
+            hints = _explaining({h: mistakes[h] for h in hints}, later, expected_later, their) or hints
+            if len(hints) == 1:
+                break
+        if hints:
+            message += f"\n  hint: {hints[0]}"
         raise CheckFailed(message)
+
+
+def _explaining(mistakes: Mapping[str, Callable[..., Any]], case: Case, expected: Any, got: Any) -> list[str]:
+    """The hints of the ``mistakes`` whose variant gives ``got`` on ``case`` where the reference does not."""
+    tol = {"atol": case.atol, "rtol": case.rtol}
+    hints = []
+    for hint, wrong in mistakes.items():
+        try:
+            variant = call(wrong, case)
+        except Exception:  # a variant that cannot run on this case cannot explain it
+            continue
+        explains = difference(variant, got, match_dtype=False, **tol) is None
+        if explains and difference(expected, variant, match_dtype=False, **tol) is not None:
+            hints.append(hint)
+    return hints
 
 
 def _header(

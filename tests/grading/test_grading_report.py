@@ -66,6 +66,21 @@ def test_a_hint_is_not_given_when_the_known_mistake_agrees_with_the_reference_on
     assert "misleading hint" not in str(failure.value)
 
 
+def test_a_case_that_fits_several_mistakes_is_settled_by_the_later_cases():
+    # on a zero vector "negated" and "doubled" both give what the student gave: the first listed would be named
+    # although the function doubles; a later case, where they differ, settles it (p-RoPE's shuffled frequencies
+    # made "kept the lowest" name a choice by index in 4 of 300 hidden checks)
+    mistakes = {"negated": lambda x: -x, "doubled": lambda x: 2 * x}
+    cases = [Case((torch.zeros(3),)), Case((torch.arange(3.0),))]
+    with pytest.raises(CheckFailed, match="case 1 of 2") as failure:
+        first_difference("plus_one", lambda x: 2 * x, lambda x: x + 1, cases, mistakes=mistakes)
+    assert "hint: doubled" in str(failure.value) and "negated" not in str(failure.value)
+    # no later case to settle it: the first hint that fits stays
+    with pytest.raises(CheckFailed) as failure:
+        first_difference("plus_one", lambda x: 2 * x, lambda x: x + 1, cases[:1], mistakes=mistakes)
+    assert "hint: negated" in str(failure.value)
+
+
 def test_integer_outputs_must_be_integers():
     expected = torch.tensor([0, 3, 7])
     assert "expected integer values" in difference(expected, expected.float())
