@@ -19,17 +19,7 @@ from contextlib import contextmanager
 
 import torch
 
-_ON = ("1", "true", "yes", "on")
-_OFF = ("", "0", "false", "no", "off")
-
-
-def _flag(name: str) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if value not in _ON + _OFF:
-        raise ValueError(
-            f"{name}={os.environ[name]!r}: expected one of 1/true/yes/on or 0/false/no/off (or unset)"
-        )
-    return value in _ON
+from posref._env import flag as _flag
 
 
 def fast() -> bool:

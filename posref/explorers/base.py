@@ -19,6 +19,11 @@ draw nothing offline) and a saved notebook re-opened without a kernel (JupyterLa
 widget: model not found" and falls back to no other entry of the view's bundle). Where the widget does render,
 a CSS rule shipped inside the static figure hides it (``STATIC_CSS``: the output after a rendered
 ``.posref-explorer``), so a live notebook shows one figure. All figure text is English.
+
+While grading (``POSREF_GRADING=1``: the autograder runs every cell of a notebook, and no figure is graded) an
+explorer draws nothing by itself: its arguments are checked and its sliders built as always, but it makes no
+figure when it is created or when a slider moves (``figure`` stays ``None``, ``png`` empty, ``redraws`` 0), and
+displayed it shows one line of text. ``redraw()`` and ``set()`` still draw: their caller asks for the figure.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from posref._checks import check_positive_int
+from posref._env import flag
 
 __all__ = [
     "DPI",
@@ -48,6 +54,7 @@ __all__ = [
     "check_position",
     "figure_png",
     "int_slider",
+    "kept_view",
     "log_slider",
     "static_figure",
 ]
@@ -173,7 +180,11 @@ class Explorer(widgets.VBox):
         self.children = [widgets.HBox(list(self.controls.values())), self.output]
         self.add_class("posref-explorer")
         self.add_class(f"posref-{name}-explorer")
-        self.redraw()
+        self._grading = flag(
+            "POSREF_GRADING"
+        )  # no figure of its own while grading (see the module docstring)
+        if not self._grading:
+            self.redraw()
 
     def set(self, **values: Any) -> Figure:
         """Move several sliders at once and redraw once, e.g. ``explorer.set(m=3, n=8)``."""
@@ -201,7 +212,7 @@ class Explorer(widgets.VBox):
         return fig
 
     def _on_change(self, change: dict[str, Any]) -> None:
-        if not self._holding:
+        if not self._holding and not self._grading:
             self.redraw()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
@@ -215,8 +226,25 @@ class Explorer(widgets.VBox):
         """``display(explorer)`` (or an explorer last in a cell): the widget view, then its static figure."""
         from IPython.display import display
 
+        if not self.png:  # never drawn (while grading): no picture to show
+            display({"text/plain": f"<{self._explorer_name} explorer: not drawn while grading>"}, raw=True)
+            return
         display(self._repr_mimebundle_(), raw=True)
         display(static_figure(self.png, self._explorer_name), raw=True)
+
+
+def kept_view(make: Callable[[], Callable[..., Figure]]) -> Callable[..., Figure]:
+    """A draw function over the view ``make()`` returns (a figure kept between moves, updated in place), made at the
+    first draw: an explorer that never draws (while grading) never builds its figure."""
+    view: Callable[..., Figure] | None = None
+
+    def draw(**values: Any) -> Figure:
+        nonlocal view
+        if view is None:
+            view = make()
+        return view(**values)
+
+    return draw
 
 
 def int_slider(description: str, value: int, lo: int, hi: int) -> widgets.IntSlider:

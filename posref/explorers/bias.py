@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from posref._checks import check_positive_int
-from posref.explorers.base import DPI, Explorer, check_index, int_slider
+from posref.explorers.base import DPI, Explorer, check_index, int_slider, kept_view
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 
 __all__ = ["bias_heatmap_explorer", "bias_heatmap_figure", "t5_illustrative_table"]
@@ -130,6 +130,7 @@ def bias_heatmap_figure(head: int, n_heads: int = 8, length: int = 32) -> Figure
 def bias_heatmap_explorer(n_heads: int = 8, length: int = 32) -> Explorer:
     """ALiBi and T5 bias heatmaps with a ``head`` slider; see ``bias_heatmap_figure``. The figure is built once and
     updated in place when the slider moves."""
-    view = _BiasHeatmaps(n_heads, length)
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("length", length)
     head = int_slider("head", 0, 0, n_heads - 1)
-    return Explorer(view, {"head": head}, name="bias-heatmap")
+    return Explorer(kept_view(lambda: _BiasHeatmaps(n_heads, length)), {"head": head}, name="bias-heatmap")

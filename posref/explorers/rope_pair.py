@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Circle
 
 from posref._checks import check_base, check_positive_int
-from posref.explorers.base import DPI, Explorer, check_dim, check_index, check_position, int_slider
+from posref.explorers.base import DPI, Explorer, check_dim, check_index, check_position, int_slider, kept_view
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
 
@@ -172,5 +172,7 @@ def rope_pair_explorer(dim: int = 8, base: float = 10000.0, *, max_position: int
         "m": int_slider("query position m", 2, 0, max_position),
         "n": int_slider("key position n", 5, 0, max_position),
     }
-    view = _RopePairView(dim, base, max_position=max_position)  # one figure, updated in place
+    view = kept_view(
+        lambda: _RopePairView(dim, base, max_position=max_position)
+    )  # one figure, updated in place
     return Explorer(view, controls, name="rope-pair")

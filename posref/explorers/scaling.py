@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from posref._checks import check_base, check_choice, check_positive_int
 from posref.config import RopeConfig
-from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, log_slider
+from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, kept_view, log_slider
 from posref.inspector import Inspection, inspect_rope
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS
 
@@ -282,5 +282,5 @@ def scaling_explorer(
         ),
         "factor": log_slider("factor s", factor, base=2, lo=0, hi=max(6, math.log2(factor)), step=0.25),
     }
-    view = _ScalingView(head_dim, base, original_len, betas=betas)  # one figure, updated in place
+    view = kept_view(lambda: _ScalingView(head_dim, base, original_len, betas=betas))  # one figure, in place
     return Explorer(view, controls, name="scaling")

@@ -66,12 +66,22 @@ def _clear(folders: Sequence[str]) -> None:
             empty(folder)
 
 
-def serve_forks(sock_fd: int, work: str) -> None:
+def serve_forks(sock_fd: int, work: str, preload: Sequence[str] = ()) -> None:
     """The server's loop (in the sandbox): fork a child for each request until the grader closes the socket.
-    ``work``: the children's working directory. Only ever run in a PID namespace of its own (bubblewrap's
-    ``--unshare-pid``): it ends every process of its user it can see."""
+    ``work``: the children's working directory; ``preload``: more modules to import once, before the first fork
+    (what the graded notebooks import: a module that fails to import here is left to the child). Only ever run
+    in a PID namespace of its own (bubblewrap's ``--unshare-pid``): it ends every process of its user it can
+    see."""
+    import importlib
+
     import posref.grading  # noqa: F401  (torch and posref's core: what every child imports, once)
     from posref.grading.remote import serve
+
+    for module in preload:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001, S112  (the child imports it itself, and sees the error there)
+            continue
 
     _dumpable(False)
     folders = [work, *(f for f in EMPTIED if f != work)]
@@ -185,6 +195,7 @@ class ForkServer:
     Args:
         command: the program prefix that starts Python in the sandbox (``python`` its last word).
         work: the children's working directory, as the server sees it.
+        preload: module names the server imports once besides ``posref.grading`` (``serve_forks``).
         join: called with each fork's pid before it is handed out (e.g. to put it into a memory cgroup).
     """
 
@@ -198,11 +209,14 @@ class ForkServer:
         python_path: Sequence[str] = (),
         preexec_fn: Callable[[], object] | None = None,
         start_timeout: float = 180.0,
+        preload: Sequence[str] = (),
     ) -> None:
+        if not all(isinstance(m, str) and m.replace(".", "").replace("_", "").isalnum() for m in preload):
+            raise ValueError(f"preload must be module names, got {list(preload)!r}")
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         boot = (
-            f"import sys; sys.path[:0] = {list(python_path)!r}; "
-            f"from posref.grading.forkserver import serve_forks; serve_forks({theirs.fileno()}, {work!r})"
+            f"import sys; sys.path[:0] = {list(python_path)!r}; from posref.grading.forkserver import serve_forks; "
+            f"serve_forks({theirs.fileno()}, {work!r}, {list(preload)!r})"
         )
         try:
             self.process = subprocess.Popen(

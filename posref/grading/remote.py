@@ -314,6 +314,9 @@ class Child:
             raise error from None
         to_come = [index for index, _ in cells]
         current, started = None, time.monotonic()
+        # seconds from the start to the first cell's announcement (None) and for each cell, on the grader's clock
+        # (for profiling only: nothing is decided by it)
+        self.cell_seconds: dict[int | None, float] = {}
         while True:
             try:
                 if current is None:
@@ -323,8 +326,10 @@ class Child:
                 event, index = message.get("event"), message.get("index")
                 event = event if type(event) is str else None
                 if event == "cell" and type(index) is int and to_come and index == to_come[0]:
+                    self.cell_seconds[current] = time.monotonic() - started
                     current, started = to_come.pop(0), time.monotonic()
                 elif event == "ready" and not to_come:  # every cell announced
+                    self.cell_seconds[current] = time.monotonic() - started
                     self.names, self.cell_errors = self._ready(message)
                     return
                 else:

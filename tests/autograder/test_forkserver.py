@@ -4,8 +4,11 @@ limits and the memory cgroup its own."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from autograder import sandbox as sandbox_module
 from autograder.record import _Children
 from autograder.sandbox import Sandbox
 from posref.grading import forkserver
@@ -145,3 +148,53 @@ def test_a_forked_childs_processes_include_what_it_left_to_the_sandbox(tmp_path)
         assert forkserver._status(left)[0] == SANDBOX.fork_server().adopter
     finally:
         children.close()
+
+
+def test_a_fork_starts_with_what_the_notebooks_import_already_imported(tmp_path, monkeypatch):
+    """The server imports ``sandbox.PRELOAD`` (matplotlib, posref's lab and explorers) once; a fork finds them
+    in ``sys.modules`` before any cell imports them. A name that cannot be imported is left to the child, and
+    the server serves all the same."""
+    monkeypatch.setattr(sandbox_module, "PRELOAD", (*sandbox_module.PRELOAD, "posref_no_such_module"))
+    # a limit of its own: another key, so another fork server than the other tests' (started with this PRELOAD)
+    fresh = Sandbox(limits=dataclasses.replace(SANDBOX.limits, cpu_seconds=SANDBOX.limits.cpu_seconds - 1))
+    code = "import sys\ndef loaded(names):\n    return [n for n in names if n in sys.modules]\n"
+    children = _Children([(0, code)], fresh, fresh.scratch(tmp_path), [], timeout=60, budget=300)
+    try:
+        child = children.get()
+        names = [*sandbox_module.PRELOAD[:-1], "posref_no_such_module", "xml.dom.minidom"]
+        assert child.call("loaded", (names,), {}) == list(sandbox_module.PRELOAD[:-1])
+    finally:
+        children.close()
+        fresh.fork_server().close()
+
+
+def test_preload_takes_module_names_only():
+    with pytest.raises(ValueError, match="preload must be module names"):
+        forkserver.ForkServer(["python"], "/", preload=["os; import shutil"])
+
+
+def test_one_reference_child_serves_every_speed_checkers_reference(tmp_path):
+    """Every speed checker's reference is in one child per worker (one start, not one per reference); each name
+    in it is the reference itself, and a path outside the checkers' gets a child of its own."""
+    import torch
+
+    import posref
+    from autograder.record import _REFERENCE_CHILDREN, reference_paths
+
+    assert "posref:apply_rope" in reference_paths() and len(reference_paths()) >= 2
+    children = _children(tmp_path)
+    try:
+        rope = children.reference_fn("posref:apply_rope")
+        attention = children.reference_fn("posref:scaled_dot_product_attention")
+        assert rope.child is attention.child
+        assert all(path.split(":")[1] in rope.child.names for path in reference_paths())
+        x, (cos, sin) = (
+            torch.randn(1, 4, 8),
+            posref.rope_cos_sin(torch.arange(4), posref.rope_frequencies(8)[0]),
+        )
+        torch.testing.assert_close(rope(x, cos, sin), posref.apply_rope(x, cos, sin))
+        other = children.reference_fn("posref:rope_cos_sin")
+        assert other.child is not rope.child and other.child.names == ["rope_cos_sin"]
+    finally:
+        children.close()
+        _REFERENCE_CHILDREN.pop("posref:rope_cos_sin").close()
