@@ -71,6 +71,7 @@ class SpeedCheck:
         device: torch.device | str | None,
         shape: tuple[int, ...],
         give_up_above: float | None,
+        pass_below: float | None = None,
         reference: Callable[..., Any] | None = None,
     ) -> tuple[Timing, torch.device]:
         """``fn`` checked at ``shape``, timed against ``reference`` (default ``self.reference``) on fresh chains,
@@ -79,7 +80,7 @@ class SpeedCheck:
         first_difference(self.name, fn, self.reference, self._cases(draw, shape), mistakes=self.mistakes,
                          match_dtype=self.match_dtype, seed=draw.quoted_seed)  # fmt: skip
         timing = speed_ratio(fn, reference or self.reference, lambda: self.chain(draw, shape),
-                             device=draw.device, give_up_above=give_up_above)  # fmt: skip
+                             device=draw.device, give_up_above=give_up_above, pass_below=pass_below)  # fmt: skip
         verify_timed_outputs(self.name, timing, self.step, self.atol, chained=self.chained)
         return timing, draw.device
 

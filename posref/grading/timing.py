@@ -173,6 +173,10 @@ class Timing:
     student_rounds: list[Round] = field(default_factory=list)
 
 
+SURE_ROUNDS = 5
+"""Rounds after which a function every one of whose ratios is under ``pass_below`` stops being timed; at most
+``VERIFIED_ROUNDS``, so that every one of those rounds is verified."""
+
 CUT_MARGIN = 1.25
 """How far over ``give_up_above`` a student's round may run before it is cut: enough that a cut round's ratio is
 clearly over the limit whatever the clock's jitter, small because a slow function spends all of it three times
@@ -190,6 +194,7 @@ def speed_ratio(
     warmup: int = 2,
     min_round_s: float = 0.05,
     give_up_above: float | None = None,
+    pass_below: float | None = None,
 ) -> Timing:
     """Median of per-round ``(student seconds per call) / (reference seconds per call)``.
 
@@ -199,6 +204,10 @@ def speed_ratio(
     know it is over); and cut the student's round short once it has taken ``CUT_MARGIN`` x ``give_up_above``
     times the reference's latest round, so a function 1000x slower costs a few dozen reference rounds, not 1000. A
     cut round is a ratio per call made, so it stays comparable, and it is over ``give_up_above`` by construction.
+
+    ``pass_below``: stop early, after ``SURE_ROUNDS``, when every ratio so far is under it (half a budget: the
+    median of 11 could then exceed the budget only if every later round did; and those rounds are all verified,
+    ``rounds_to_verify``).
 
     The student's outputs are not looked at while the clock runs: ``Timing.student_rounds`` holds them for the
     checker to verify afterwards (``timed_outputs``).
@@ -234,6 +243,12 @@ def speed_ratio(
             timing.ratios.append((mine.seconds / mine.calls) / max(capping if cut else per_call, 1e-12))
             if give_up_above is not None and len(timing.ratios) >= 3 and min(timing.ratios) > give_up_above:
                 break
+            if (
+                pass_below is not None
+                and len(timing.ratios) >= SURE_ROUNDS
+                and max(timing.ratios) < pass_below
+            ):
+                break
     timing.ratio = statistics.median(timing.ratios)
     return timing
 
@@ -260,7 +275,7 @@ def rounds_to_verify(timing: Timing, k: int = VERIFIED_ROUNDS) -> set[int]:
     Why a sample is enough: the median of 11 ratios is within budget only when 6 rounds are, so a slow function
     must answer wrongly (fast) in at least 6 of the 11 to pass; then all ``k = 5`` verified rounds land among the
     other 5 with probability 1 / C(11, 5) = 1/462. Verifying every round would cost as much again as the timing
-    (a round replays all its calls)."""
+    (a round replays all its calls). A function that passed after ``SURE_ROUNDS`` has every round verified."""
     n = len(timing.student_rounds)
     return {i + 1 for i in random.SystemRandom().sample(range(n), min(k, n))}
 
@@ -296,9 +311,8 @@ def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]]
     """The ratio ``measure(fn's timing)`` gives at ``budget.shape`` on ``device``; ``CheckFailed`` saying how slow
     ``name`` was, on what ``inputs`` (the budget's shape follows), and the ``advice``, when it is over
     ``budget.max_ratio``. ``measure`` is a checker's ``<name>_speed_ratio`` with its function bound."""
-    timing, ran_on = measure(
-        device=device, shape=budget.shape, give_up_above=2 * budget.max_ratio, reference=reference
-    )
+    timing, ran_on = measure(device=device, shape=budget.shape, give_up_above=2 * budget.max_ratio,
+                             pass_below=budget.max_ratio / 2, reference=reference)  # fmt: skip
     if timing.ratio > budget.max_ratio:
         provisional = (
             f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""

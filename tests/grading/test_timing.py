@@ -52,6 +52,24 @@ def test_a_function_far_over_the_limit_is_cut_short_and_still_reported_over_it()
     assert all(r.calls < result.calls for r in result.student_rounds)
 
 
+def test_a_function_far_under_the_limit_is_timed_for_sure_rounds_only_and_each_of_them_is_verified():
+    fast = speed_ratio(plus_one, plus_one, counting_draw(), device=CPU, min_round_s=0.002, pass_below=50.0)
+    assert len(fast.ratios) == timing.SURE_ROUNDS and max(fast.ratios) < 50.0
+    assert timing.rounds_to_verify(fast) == set(range(1, timing.SURE_ROUNDS + 1))  # all of them
+
+    def slower(y):
+        time.sleep(0.0005)
+        return y + 1
+
+    # over pass_below in every round: all 11, as without it
+    slow = speed_ratio(slower, plus_one, counting_draw(), device=CPU, min_round_s=0.002, pass_below=1.0)
+    assert len(slow.ratios) == 11
+
+
+def test_sure_rounds_are_all_verified():
+    assert timing.SURE_ROUNDS <= timing.VERIFIED_ROUNDS
+
+
 def test_without_a_limit_every_round_is_whole():
     def slower(y):
         time.sleep(0.0005)
