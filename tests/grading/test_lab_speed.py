@@ -43,6 +43,22 @@ def test_every_link_moves_the_next_input_when_the_output_is_wrong(link):
     assert not torch.allclose(torch.as_tensor(right).double(), torch.as_tensor(wrong).double(), atol=1e-3)
 
 
+def test_the_loss_chain_shrinks_a_rounding_difference_so_a_sane_loss_ends_where_the_reference_does():
+    # a link that amplified differences (a per-call gain of up to 1.3 at some positions, with a full tanh) made a
+    # correct float32 one-hot loss end a 1024-call round 2.0 away from the reference's at one position: a sane
+    # answer lost its speed point. Each call must shrink a difference in the losses, at every position.
+    for seed in range(16):
+        chain = lab_speed.per_position_loss_chain(Draw(hidden=True, device=CPU, seed=seed), (4, 256, 32))
+        targets, loss, link = chain.args[0], lab_speed.per_position_loss, LINKS["losses_to_logits"]
+        y = loss(chain.start, targets)
+        for i in range(1, 30):  # where the chain has settled
+            y = loss(link(y, chain.start, i), targets)
+        nudge = 1e-3 * torch.randn(y.shape, generator=torch.Generator().manual_seed(seed)).sign()
+        moved = loss(link(y + nudge, chain.start, 30), targets) - loss(link(y, chain.start, 30), targets)
+        gain = (moved.double().abs() / 1e-3).max().item()
+        assert gain < 0.5, f"seed {seed}: a difference in the losses grew {gain:.2f}x in one call"
+
+
 def test_a_function_that_goes_wrong_after_its_first_calls_is_caught_after_the_clock():
     calls = []
 
