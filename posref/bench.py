@@ -325,6 +325,14 @@ def gpu_suite(device: torch.device, *, rounds: int, small: bool = False) -> dict
     return figures
 
 
+def _module_from(path: Path, name: str):
+    """The Python file at ``path`` imported as a module named ``name`` (not entered in ``sys.modules``)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_student_impls(
     path: Path, sane: tuple[str, ...] = SANE_IMPLS, slow: tuple[str, ...] = SLOW_IMPLS
 ) -> dict[str, tuple[str, Callable]] | None:
@@ -333,9 +341,7 @@ def load_student_impls(
     file is reported and left out."""
     if not path.is_file():
         return None
-    spec = importlib.util.spec_from_file_location("student_impls", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module_from(path, "student_impls")
     impls: dict[str, tuple[str, Callable]] = {}
     for kind, names in (("sane", sane), ("slow", slow)):
         for name in names:
@@ -344,13 +350,6 @@ def load_student_impls(
             else:
                 print(f"  budgets: {path} has no {name}: left out")
     return impls
-
-
-def _module_from(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int = 3) -> dict[str, dict]:
