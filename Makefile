@@ -41,7 +41,7 @@ system-packages:
 	else echo "note: not root or no apt-get: install chromium and bubblewrap yourself for the browser and sandbox tests"; fi
 
 checkpoints: setup
-	$(PY) -m posref train-checkpoints --out posref/data/checkpoints
+	$(PY) -m posref train-checkpoints --out data/checkpoints
 
 bench: setup
 	$(PY) -m posref.bench

@@ -26,10 +26,11 @@ import posref.grading as checkers
 from autograder.course import NOTEBOOK_TIMEOUT
 from autograder.sandbox import Sandbox, submission_files
 from posref.grading import rules
-from posref.grading.forkserver import ServerGone
-from posref.grading.plain_data import student_text
-from posref.grading.remote import BudgetSpent, Child, ChildFailed, RemoteFunction, StudentError
-from posref.grading.scratch import remove_tree
+from posref.grading.child.forkserver import ServerGone
+from posref.grading.child.plain_data import student_text
+from posref.grading.child.remote import BudgetSpent, Child, ChildFailed, RemoteFunction
+from posref.grading.child.scratch import remove_tree
+from posref.grading.report import StudentError
 
 MAX_RESTARTS = 6
 

@@ -1,13 +1,13 @@
 """The sandbox that runs student code: bubblewrap, resource limits, and an unprivileged user.
 
-A child sees a minimal root: the system directories and the Python environment read-only, posref with its
-``posref/data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only at ``/opt/posref``, a private
+A child sees a minimal root: the system directories and the Python environment read-only, posref and the
+course's ``data/`` (the corpus and checkpoints that notebooks 06-08 read) read-only under ``/opt/posref``, a private
 size-limited ``/tmp`` and ``/dev/shm``, and as its working directory ``/scratch``, a size-limited tmpfs into
 which the child itself writes the student's submission folder (without notebooks) before any student code runs
 (``submission_files``): nothing a child writes reaches the course's disk, and it all vanishes with the child.
 It has no network, a PID namespace of the sandbox's own (nothing it forks outlives it), and limits on CPU
 seconds, address space, processes and file size. Children are forks of one such sandboxed process per worker
-that imported torch once (``fork_server``, see ``posref/grading/forkserver.py``). A child's memory as a whole
+that imported torch once (``fork_server``, see ``posref/grading/child/forkserver.py``). A child's memory as a whole
 (memfd and tmpfs included) is bounded by a memory cgroup per child where the grader can make one
 (``cgroup.py``); everywhere, a seccomp filter refuses memfd and System V shared memory (``seccomp.py``), the
 memory that no per-process limit counts. When the grader runs as root it
@@ -37,7 +37,8 @@ import torch
 from autograder import seccomp
 from autograder.cgroup import MemoryGroup, MemoryGroups
 from autograder.course import REPO
-from posref.grading.forkserver import ForkServer, ServerGone
+from posref._data import DATA_DIR
+from posref.grading.child.forkserver import ForkServer, ServerGone
 
 POSREF_IN_SANDBOX = "/opt/posref"
 # what the course notebooks' first cells import (and their explorers), imported once by each worker's fork server
@@ -194,6 +195,7 @@ class Sandbox:
             *binds,
             "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", POSREF_IN_SANDBOX,
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
+            "--ro-bind", str(DATA_DIR), f"{POSREF_IN_SANDBOX}/data",
             "--perms", "1777", "--size", str(self.limits.scratch_size), "--tmpfs", "/scratch", "--chdir", "/scratch",
             "--", *drop, python, "-I",
         ]  # fmt: skip

@@ -24,7 +24,7 @@ import torch
 
 from autograder.record import Record, grade_notebook
 from autograder.sandbox import Sandbox
-from posref.grading.plain_data import student_text
+from posref.grading.child.plain_data import student_text
 
 # apart from 61000 (a Sandbox made without a uid: tests, the notebooks' checks) and from 61001, 61002, … (the
 # uids of earlier versions, one per worker number: a fork bomb graded by one of them filled that uid's process

@@ -17,9 +17,9 @@ memory-copy floor: RoPE must read and write every element once) and the transfor
 
 The calibration (``bench_budgets``) times the student-style implementations of ``tests/grading/student_impls.py``
 (apply_rope, attention) and ``tests/grading/student_impls_speed.py`` (every checker built on
-``posref.grading.speed.SpeedCheck``, listed in ``SPEED_CHECKS``) exactly as their checkers do
-(``posref.grading.calibration``), reports each median ratio, the reference's time per call, the machine's load
-average and the budget ``posref.grading.budgets.propose_budget`` makes of them, with the line to paste into
+``posref.grading.speed.check.SpeedCheck``, listed in ``SPEED_CHECKS``) exactly as their checkers do
+(``posref.grading.speed.calibration``), reports each median ratio, the reference's time per call, the machine's load
+average and the budget ``posref.grading.speed.budgets.propose_budget`` makes of them, with the line to paste into
 ``budgets.py``.
 """
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from posref.grading.timing import synchronize
+from posref.grading.speed.timing import synchronize
 from posref.kernels import fused_backends
 from posref.rope import apply_rope, apply_rope_qk, rope_cos_sin
 from posref.scaling import rope_frequencies
@@ -56,14 +56,14 @@ ATTENTION_SLOW_IMPLS = ("attention_loops", "attention_head_query_loops")
 STUDENT_IMPLS_SPEED = STUDENT_IMPLS.with_name("student_impls_speed.py")
 SPEED_CHECKS: dict[str, tuple[str, str, str, str]] = {
     # name: (module, its SpeedCheck, the budget's name in budgets.py, the implementations in STUDENT_IMPLS_SPEED)
-    "per_position_loss": ("posref.grading.lab_speed", "PER_POSITION_LOSS", "PER_POSITION_LOSS", "PER_POSITION_LOSS_IMPLS"),
-    "rope_handler": ("posref.grading.lab_speed", "ROPE_HANDLER", "HANDLER", "ROPE_HANDLER_IMPLS"),
-    "alibi_handler": ("posref.grading.lab_speed", "ALIBI_HANDLER", "HANDLER", "ALIBI_HANDLER_IMPLS"),
-    "causal_mean": ("posref.grading.lab_speed", "CAUSAL_MEAN", "CAUSAL_MEAN", "CAUSAL_MEAN_IMPLS"),
-    "alibi_bias": ("posref.grading.relative_speed", "ALIBI_BIAS", "ALIBI_BIAS", "ALIBI_BIAS_IMPLS"),
-    "sinusoidal_pe": ("posref.grading.absolute_speed", "SINUSOIDAL_PE", "SINUSOIDAL_PE", "SINUSOIDAL_PE_IMPLS"),
-    "t5_bucket": ("posref.grading.relative_speed", "T5_BUCKET", "T5_BUCKET", "T5_BUCKET_IMPLS"),
-    "t5_learned_bias": ("posref.grading.relative_speed", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS_IMPLS"),
+    "per_position_loss": ("posref.grading.speed.lab", "PER_POSITION_LOSS", "PER_POSITION_LOSS", "PER_POSITION_LOSS_IMPLS"),
+    "rope_handler": ("posref.grading.speed.lab", "ROPE_HANDLER", "HANDLER", "ROPE_HANDLER_IMPLS"),
+    "alibi_handler": ("posref.grading.speed.lab", "ALIBI_HANDLER", "HANDLER", "ALIBI_HANDLER_IMPLS"),
+    "causal_mean": ("posref.grading.speed.lab", "CAUSAL_MEAN", "CAUSAL_MEAN", "CAUSAL_MEAN_IMPLS"),
+    "alibi_bias": ("posref.grading.speed.relative", "ALIBI_BIAS", "ALIBI_BIAS", "ALIBI_BIAS_IMPLS"),
+    "sinusoidal_pe": ("posref.grading.speed.absolute", "SINUSOIDAL_PE", "SINUSOIDAL_PE", "SINUSOIDAL_PE_IMPLS"),
+    "t5_bucket": ("posref.grading.speed.relative", "T5_BUCKET", "T5_BUCKET", "T5_BUCKET_IMPLS"),
+    "t5_learned_bias": ("posref.grading.speed.relative", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS_IMPLS"),
 }  # fmt: skip
 CPU_ONLY_CHECKS = {"sinusoidal_pe"}  # the exercise builds its table on the CPU: timed there only
 CHECKS = ("apply_rope", "attention", *SPEED_CHECKS)
@@ -355,7 +355,7 @@ def load_student_impls(
 def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int = 3) -> dict[str, dict]:
     """Calibration of the budgets of the ``SpeedCheck`` checkers ``names`` (keys of ``SPEED_CHECKS``) on
     ``device``, each at its budget's shape, on the implementations of ``STUDENT_IMPLS_SPEED``."""
-    from posref.grading.calibration import calibrate_speed_check
+    from posref.grading.speed.calibration import calibrate_speed_check
 
     if not STUDENT_IMPLS_SPEED.is_file():
         print(
@@ -378,14 +378,14 @@ def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int =
 
 
 SMALL_CEILING = 8.0
-"""``--small``'s ``ceiling`` for the calibration (``posref.grading.calibration.CEILING`` otherwise)."""
+"""``--small``'s ``ceiling`` for the calibration (``posref.grading.speed.calibration.CEILING`` otherwise)."""
 
 
 def bench_budgets(
     device: torch.device, *, small: bool = False, repeats: int = 3, checks: list[str] | None = None
 ) -> dict[str, dict]:
     """Calibration of the speed budgets ``checks`` (names of ``CHECKS``; by default all of them, or only
-    ``apply_rope`` and ``attention`` when ``small``) on ``device`` (``posref.grading.calibration``).
+    ``apply_rope`` and ``attention`` when ``small``) on ``device`` (``posref.grading.speed.calibration``).
 
     apply_rope's shapes: the checker's shape on this device and, on CUDA, the CPU's and ``CALIBRATION_SHAPE_GPU``
     too (the CPU shape is launch-bound on a GPU, where a matrix per position can look cheap); ``small``: two tiny
@@ -409,8 +409,8 @@ def bench_budgets(
 
 def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int, checks: list[str]) -> dict:
     """``bench_budgets``'s apply_rope and attention parts (those of ``checks``)."""
-    from posref.grading.budgets import APPLY_ROPE_CPU, apply_rope_budget, attention_budget
-    from posref.grading.calibration import CEILING, calibrate_apply_rope, calibrate_attention
+    from posref.grading.speed.budgets import APPLY_ROPE_CPU, apply_rope_budget, attention_budget
+    from posref.grading.speed.calibration import CEILING, calibrate_apply_rope, calibrate_attention
 
     impls = load_student_impls(STUDENT_IMPLS)
     if impls is None:
@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
         f"posref.bench on {device} ({args.threads} CPU thread(s), torch {torch.__version__}), "
         f"median over {args.rounds} interleaved rounds"
     )
-    from posref.grading.calibration import device_name
+    from posref.grading.speed.calibration import device_name
 
     meta = {
         "device": device_name(device),

@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from posref.grading.timing import single_thread
+from posref.grading.speed.timing import single_thread
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

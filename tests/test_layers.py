@@ -3,8 +3,11 @@ inside functions included, read with ``ast`` (nothing is imported to find them).
 
 The layers: the core (the modules at the top of posref/) imports nothing of the course; the fast backends
 (posref.kernels) import the core but never posref.rope, which calls them; the lab imports the core; the
-checkers (posref.grading) never import training, the explorers or the notebooks' flags (grading never retrains);
-no posref module imports the autograder, and nothing imports the autograder's command line but ``python -m
+grading package (posref.grading) never imports training, the explorers or the notebooks' flags (grading never
+retrains), and shows three concerns over a shared base (cases, report, rules): the checkers of each notebook
+(posref.grading.checks) import neither the speed machinery nor the score of record's child; the speed machinery
+(posref.grading.speed) imports neither a notebook's checkers nor the child; the child (posref.grading.child)
+imports no checker; the shared base imports none of the three. No posref module imports the autograder, and nothing imports the autograder's command line but ``python -m
 autograder``. No import cycle among the project's modules. The registry's conventions: every scaling method has a
 checker in posref.grading or is listed below as having no exercise, and every speed checker has its reference.
 """
@@ -127,11 +130,24 @@ def layer(module: str) -> str:
     return parts[1]  # kernels, lab, grading, explorers
 
 
+GRADING_PARTS = ("checks", "speed", "child")
+
+
+def grading_part(module: str) -> str | None:
+    """Within posref.grading: "checks", "speed" or "child" for their modules, "base" for the shared modules
+    (cases, report, rules, ...), None for the package's re-exports and for modules outside it."""
+    parts = module.split(".")
+    if parts[:2] != ["posref", "grading"] or len(parts) == 2:
+        return None
+    return parts[2] if parts[2] in GRADING_PARTS else "base"
+
+
 def arrow_violations(edges: Iterable[Import]) -> list[str]:
     """Each import against design.md's arrows, with the rule it breaks."""
     problems = []
     for edge in edges:
         source, target = layer(edge.source), layer(edge.target)
+        part_of_source, part_of_target = grading_part(edge.source), grading_part(edge.target)
         rules = [
             (
                 source == "core" and target not in ("core", "kernels"),
@@ -144,6 +160,19 @@ def arrow_violations(edges: Iterable[Import]) -> list[str]:
                 source == "grading"
                 and (edge.target == "posref.lab.train" or target in ("explorers", "tools")),
                 "grading never imports training, the explorers or the notebooks' flags",
+            ),
+            (
+                part_of_source == "checks" and part_of_target in ("speed", "child"),
+                "the checkers import neither the speed machinery nor the child",
+            ),
+            (
+                part_of_source == "speed" and part_of_target in ("checks", "child"),
+                "the speed machinery imports neither a notebook's checkers nor the child",
+            ),
+            (part_of_source == "child" and part_of_target == "checks", "the child imports no checker"),
+            (
+                part_of_source == "base" and part_of_target in GRADING_PARTS,
+                "grading's shared base imports none of checks, speed and child",
             ),
             (
                 source == "explorers" and target not in ("core", "kernels", "lab", "explorers"),
@@ -340,6 +369,17 @@ PLANTED = {
     "posref/notebook.py": "",
     "posref/grading/__init__.py": "",
     "posref/grading/cases.py": "def f():\n    from ..lab import train\n",
+    "posref/grading/report.py": "from posref.grading.speed import timing\n",
+    "posref/grading/checks/__init__.py": "",
+    "posref/grading/checks/rope.py": "from posref.grading.speed.rope import APPLY_ROPE_SPEED\n",
+    "posref/grading/checks/lab.py": "from ..child import scratch\n",
+    "posref/grading/speed/__init__.py": "",
+    "posref/grading/speed/rope.py": "from posref.grading.checks import lab\n",
+    "posref/grading/speed/timing.py": "from posref.grading.child.forkserver import ForkServer\n",
+    "posref/grading/child/__init__.py": "",
+    "posref/grading/child/forkserver.py": "",
+    "posref/grading/child/scratch.py": "",
+    "posref/grading/child/remote.py": "from posref.grading.speed.timing import Chain\nfrom posref.grading.checks import lab\n",
     "posref/explorers/__init__.py": "from posref.grading import cases\n",
     "autograder/__init__.py": "",
     "autograder/__main__.py": "from autograder.cli import main\n",
@@ -365,12 +405,21 @@ def test_planted_arrow_violations_are_each_reported(planted):
         "posref/lab/train.py:2: posref.lab.train imports posref.notebook: the lab imports only the core",
         "posref/grading/cases.py:2: posref.grading.cases imports posref.lab.train (inside a function): grading never",
         "posref/explorers/__init__.py:1: posref.explorers imports posref.grading.cases: the explorers import only",
+        "posref/grading/checks/rope.py:1: posref.grading.checks.rope imports posref.grading.speed.rope: the checkers",
+        "posref/grading/checks/lab.py:1: posref.grading.checks.lab imports posref.grading.child.scratch: the checkers",
+        "posref/grading/speed/rope.py:1: posref.grading.speed.rope imports posref.grading.checks.lab: the speed",
+        "posref/grading/speed/timing.py:1: posref.grading.speed.timing imports posref.grading.child.forkserver: the",
+        "posref/grading/child/remote.py:2: posref.grading.child.remote imports posref.grading.checks.lab: the child",
+        "posref/grading/report.py:1: posref.grading.report imports posref.grading.speed.timing: grading's shared",
         "autograder/record.py:1: autograder.record imports autograder.cli: nothing imports the autograder's",
     ]
     for line in expected:
         assert line in problems, f"not reported: {line}\nreported:\n{problems}"
     assert "autograder/__main__.py" not in problems  # python -m autograder may import its command line
     assert "posref/kernels/__init__.py" not in problems  # the kernels may import the core's _checks
+    assert (
+        "posref/grading/child/remote.py:1" not in problems
+    )  # the child runs timed rounds: it may import speed
 
 
 def test_planted_cycles_are_found_lazy_and_relative_imports_included(planted):

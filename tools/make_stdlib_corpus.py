@@ -1,4 +1,4 @@
-"""Build the character-level corpus shipped in posref/data/: CPython 3.11's top-level standard-library modules.
+"""Build the character-level corpus shipped in data/: CPython 3.11's top-level standard-library modules.
 
 The list is fixed: every ``*.py`` file directly in the standard-library directory, sorted by name, except
 files that contain any non-ASCII character (so the vocabulary is printable ASCII plus newline and tab).
@@ -7,9 +7,9 @@ files joined by one blank line, written gzip-compressed (mtime 0, so the bytes d
 
 Run with the Python whose standard library you want (the shipped files came from CPython 3.11.7):
 
-    python tools/make_stdlib_corpus.py [--stdlib DIR] [--out posref/data]
+    python tools/make_stdlib_corpus.py [--stdlib DIR] [--out data]
 
-The source is PSF-licensed (see posref/data/README.md); the file list is written to ``stdlib_files.txt`` and the
+The source is PSF-licensed (see data/README.md); the file list is written to ``stdlib_files.txt`` and the
 standard library's ``LICENSE.txt`` is copied to ``stdlib_LICENSE.txt``.
 """
 
@@ -38,7 +38,7 @@ def write_gzip(path: Path, text: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stdlib", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "posref" / "data")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "data")
     args = parser.parse_args()
     files = select_files(args.stdlib)
     if not files:

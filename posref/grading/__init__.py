@@ -3,7 +3,21 @@
 ``check_<name>(fn, *, hidden=False, device=None)`` compares a student's ``fn`` with the posref reference and
 raises ``CheckFailed`` (an ``AssertionError``) describing the first case that differs. Visible mode uses a few
 readable cases with a fixed seed; hidden mode draws many cases at grading time (seed from ``os.urandom``).
-Speed checks compare time ratios against ``posref.grading.budgets``.
+
+The package shows its three concerns in its folders, over a shared vocabulary at the top:
+
+- ``cases``, ``report``, ``rules`` (and ``rope_cases``): how cases are drawn, how a difference is reported and
+  hinted, which imports a graded cell may not use. Every other part of grading builds on these.
+- ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` 04,
+  ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` 07).
+- ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and
+  every speed check, declared one way (a ``SpeedCheck``) in a module named after its notebook's checkers.
+- ``child/``: the score of record's child process (``remote``, ``plain_data``, ``forkserver``, ``processes``,
+  ``scratch``), used by ``autograder/`` only; it lives in posref because the sandbox holds posref alone.
+
+Arrows: ``checks`` and ``speed`` import the shared modules and the posref core (and the lab), never each other
+and never ``child``; ``child`` imports the shared modules and ``speed`` (a timed round runs in the child). Nothing
+here imports training, the explorers, the notebooks' flags or the autograder (``tests/test_layers.py``).
 
 Writing a checker for a new function takes a case list and one call::
 
@@ -11,15 +25,11 @@ Writing a checker for a new function takes a case list and one call::
         draw = Draw(hidden=hidden, device=device)
         cases = [Case((draw.randn(3, 4),)) for _ in range(draw.n(3, 30))]
         first_difference("thing", fn, posref.thing, cases, mistakes={"hint": wrong_variant})
-
-This package imports the posref core only (never explorers, notebooks or training).
 """
 
-from posref.grading.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
-from posref.grading.absolute_speed import check_sinusoidal_pe_speed
-from posref.grading.attention_speed import check_scaled_dot_product_attention_speed
-from posref.grading.cases import Draw, resolve_device
-from posref.grading.lab import (
+from posref.grading.cases import Draw, Probe, resolve_device
+from posref.grading.checks.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
+from posref.grading.checks.lab import (
     check_alibi_handler,
     check_causal_mean,
     check_drop,
@@ -27,33 +37,16 @@ from posref.grading.lab import (
     check_per_position_loss,
     check_rope_handler,
 )
-from posref.grading.lab_speed import (
-    check_alibi_handler_attention_speed,
-    check_causal_mean_speed,
-    check_per_position_loss_speed,
-    check_rope_handler_attention_speed,
-)
-from posref.grading.order import Probe, check_attention, check_equivariance_error
-from posref.grading.relative import (
+from posref.grading.checks.order import check_attention, check_equivariance_error
+from posref.grading.checks.relative import (
     check_alibi_bias,
     check_alibi_slopes,
     check_t5_bucket,
     check_t5_learned_bias,
 )
-from posref.grading.relative_speed import (
-    check_alibi_bias_speed,
-    check_t5_bucket_speed,
-    check_t5_learned_bias_speed,
-)
-from posref.grading.report import Case, CheckFailed, difference, first_difference
-from posref.grading.rope import (
-    check_apply_rope,
-    check_apply_rope_speed,
-    check_rope_cos_sin,
-    check_rope_scores,
-)
-from posref.grading.rope_analysis import check_p_rope, check_pair_norms, check_score_by_distance
-from posref.grading.scaling import (
+from posref.grading.checks.rope import check_apply_rope, check_rope_cos_sin, check_rope_scores
+from posref.grading.checks.rope_analysis import check_p_rope, check_pair_norms, check_score_by_distance
+from posref.grading.checks.scaling import (
     check_frequencies,
     check_longrope_mutation,
     check_rope_frequencies_dynamic,
@@ -63,7 +56,22 @@ from posref.grading.scaling import (
     check_rope_frequencies_ntk_by_parts,
     check_rope_frequencies_yarn,
 )
-from posref.grading.timing import speed_ratio
+from posref.grading.report import Case, CheckFailed, difference, first_difference
+from posref.grading.speed.absolute import check_sinusoidal_pe_speed
+from posref.grading.speed.lab import (
+    check_alibi_handler_attention_speed,
+    check_causal_mean_speed,
+    check_per_position_loss_speed,
+    check_rope_handler_attention_speed,
+)
+from posref.grading.speed.order import check_scaled_dot_product_attention_speed
+from posref.grading.speed.relative import (
+    check_alibi_bias_speed,
+    check_t5_bucket_speed,
+    check_t5_learned_bias_speed,
+)
+from posref.grading.speed.rope import check_apply_rope_speed
+from posref.grading.speed.timing import speed_ratio
 
 __all__ = [
     "Case",

@@ -14,6 +14,9 @@ from typing import TypeVar
 
 import torch
 
+from posref.absolute import sinusoidal_pe
+from posref.attention import scaled_dot_product_attention
+
 T = TypeVar("T")
 
 VISIBLE_SEED = 0
@@ -85,3 +88,35 @@ class Draw:
         """``start .. start + length - 1`` (long) with a random start in ``[0, max_start]`` (a KV-cache offset)."""
         start = self.int(0, max_start) if max_start else 0
         return torch.arange(start, start + length, device=self.device)
+
+
+class Probe:
+    """A small function of a sequence ``x`` ``(..., T, d)`` -> ``(..., T, d)`` for equivariance tests.
+
+    ``kind``: ``"mlp"`` (row-wise, equivariant), ``"attention"`` (self-attention without positions,
+    equivariant), ``"causal"`` (causal self-attention, not equivariant), ``"positions"`` (``x + PE``, not
+    equivariant). The weights travel with it so that the same probe can be rebuilt in another process.
+    """
+
+    KINDS = ("mlp", "attention", "causal", "positions")
+
+    def __init__(self, kind: str, weight: torch.Tensor) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown probe kind {kind!r}; expected one of {self.KINDS}")
+        self.kind, self.weight = kind, weight
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight.to(x.dtype)
+        if self.kind == "mlp":
+            return torch.tanh(x @ w) @ w.T
+        if self.kind == "positions":
+            return x + sinusoidal_pe(x.shape[-2], x.shape[-1], device=x.device, dtype=x.dtype)
+        q, k, v = x @ w, x @ w.T, x
+        return scaled_dot_product_attention(q, k, v, causal=self.kind == "causal")
+
+    def describe(self) -> str:
+        equivariant = "equivariant" if self.kind in ("mlp", "attention") else "not equivariant"
+        return f"<{self.kind} function of x, {equivariant}>"
+
+    def to_wire(self) -> dict:
+        return {"__probe__": self.kind, "weight": self.weight}

@@ -463,3 +463,17 @@ def _header(
 ) -> str:
     drawn = f", cases drawn with seed {seed}" if seed is not None else ""
     return f"{name} {what} on case {index + 1} of {total}{drawn}:\n  {describe_call(name, case)}"
+
+
+class StudentError(Exception):
+    """The student's function raised (the message is the child's ``TypeName: message`` text), or, with
+    ``raised=False``, did something the grader refuses (the message says what it did: "returned ...")."""
+
+    def __init__(self, message: str, *, raised: bool = True) -> None:
+        super().__init__(message)
+        self.raised = raised
+
+    @property
+    def reported_as(self) -> str:
+        """What the student's function did, as it follows "your function " in a message."""
+        return f"raised {self}" if self.raised else str(self)

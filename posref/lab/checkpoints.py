@@ -1,8 +1,8 @@
 """The lab's shipped checkpoints: one tiny decoder per position method, trained on characters at context 64.
 
-Regenerate them all with (see posref/data/README.md for the time it takes)::
+Regenerate them all with (see data/README.md for the time it takes)::
 
-    posref train-checkpoints          # writes posref/data/checkpoints, where load_checkpoint reads
+    posref train-checkpoints          # writes data/checkpoints (a checkout), where load_checkpoint reads
 
 Each checkpoint is ``<name>.pt`` (the state dict in float16) and ``<name>.json`` (the model config, the
 training settings, the loss of every step, and the evaluation at 64/128/256/512 of the saved weights on the

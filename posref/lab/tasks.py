@@ -4,8 +4,8 @@ Every batch function takes a ``torch.Generator``: the same seed gives the same b
 the global random state. Batches are ``(x, y)`` pairs of ``(B, T)`` long tensors where ``y`` holds the
 next-token target of each position, or ``IGNORE_INDEX`` where a position is not scored.
 
-* Character LM: CPython 3.11 standard-library source shipped in ``posref/data/`` (``stdlib_train.txt.gz``,
-  ``stdlib_val.txt.gz``; every 10th file held out, see ``posref/data/README.md``).
+* Character LM: CPython 3.11 standard-library source shipped in ``data/`` (``stdlib_train.txt.gz``,
+  ``stdlib_val.txt.gz``; every 10th file held out, see ``data/README.md``).
 * Copy / reverse: ``a b c SEP a b c`` (or ``c b a``); only the answer half is scored.
 * Associative recall: ``k1 v1 k2 v2 ... SEP k_i`` -> ``v_i`` (Ba et al. 2016, arXiv 1610.06258; used as a
   length probe in the Zoology / H3 line of work).
@@ -21,12 +21,9 @@ from pathlib import Path
 import torch
 
 from posref._checks import check_positive_int, check_tensor
+from posref._data import DATA_DIR
 
 IGNORE_INDEX = -100  # the default ignore_index of torch.nn.functional.cross_entropy
-# posref/data/ (corpus, checkpoints, model configs): package data, installed with posref by `pip install`
-# (pyproject.toml's package-data), so it is found the same way from a checkout, an installed wheel in any
-# folder, or the grading sandbox's read-only copy of posref/.
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from nbgrader.api import Gradebook
 
 from autograder.course import REPO
 from autograder.sandbox import Sandbox
-from posref.grading.remote import Child
+from posref.grading.child.remote import Child
 
 needs_bwrap = pytest.mark.skipif(
     Sandbox().problem is not None, reason=f"sandbox unavailable: {Sandbox().problem}"
@@ -34,7 +34,7 @@ def plain_child(code: str, **options):
 
 FIND_PIPE = """
 import fcntl, os
-import posref.grading.remote as remote
+import posref.grading.child.remote as remote
 def pipe_to_grader():
     for fd in range(3, 64):
         try:

@@ -60,7 +60,7 @@ def apply_rope_claims_calls(x, cos, sin, layout="half"):
     return _loop(x, cos, sin, layout)
 
 
-import posref.grading.remote as _remote  # noqa: E402  (the child's own copy, which student code can change)
+import posref.grading.child.remote as _remote  # noqa: E402  (the child's own copy, which student code can change)
 
 _honest_chain = _remote._run_chain_here
 

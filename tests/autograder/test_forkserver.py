@@ -11,8 +11,8 @@ import pytest
 from autograder import sandbox as sandbox_module
 from autograder.record import _Children
 from autograder.sandbox import Sandbox
-from posref.grading import forkserver
-from posref.grading.remote import ChildFailed, RemoteFunction
+from posref.grading.child import forkserver
+from posref.grading.child.remote import ChildFailed, RemoteFunction
 
 SANDBOX = Sandbox()
 pytestmark = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")

@@ -12,7 +12,7 @@ from course_helpers import needs_bwrap, plain_child
 from autograder.course import REPO
 from autograder.record import _Children, _run_check, checker_calls, grade_notebook
 from autograder.sandbox import Sandbox
-from posref.grading.remote import BudgetSpent, RemoteFunction
+from posref.grading.child.remote import BudgetSpent, RemoteFunction
 
 
 def test_checker_calls_are_read_from_the_test_cell_source():

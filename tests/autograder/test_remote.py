@@ -1,4 +1,4 @@
-"""The protocol between the grader and a child (posref/grading/remote.py): what the grader refuses to trust.
+"""The protocol between the grader and a child (posref/grading/child/remote.py): what the grader refuses to trust.
 
 The children here run without the sandbox (quick to start): what these tests need is the protocol."""
 
@@ -13,8 +13,9 @@ from course_helpers import FIND_PIPE, PLAIN_PYTHON, plain_child
 
 from autograder.course import REPO
 from posref.grading import CheckFailed
-from posref.grading.plain_data import MAX_TEXT
-from posref.grading.remote import Child, ChildFailed, RemoteFunction, StudentError
+from posref.grading.child.plain_data import MAX_TEXT
+from posref.grading.child.remote import Child, ChildFailed, RemoteFunction
+from posref.grading.report import StudentError
 
 
 def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
@@ -43,7 +44,7 @@ def nested():
 def huge():
     return 10**400
 def wide():
-    from posref.grading.plain_data import MAX_ITEMS
+    from posref.grading.child.plain_data import MAX_ITEMS
     return [0.0] * (MAX_ITEMS + 1)
 def meta():
     return torch.empty(3, device="meta")

@@ -8,7 +8,7 @@ import pytest
 from course_helpers import needs_bwrap, plain_child
 
 from autograder.sandbox import Sandbox, submission_files
-from posref.grading.remote import Child, ChildFailed
+from posref.grading.child.remote import Child, ChildFailed
 
 
 @needs_bwrap
@@ -85,7 +85,7 @@ def limits():
     got += [os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ("/tmp", "/dev/shm")] + [os.getuid()]
     # read-only mounts, not just files the unprivileged uid cannot write (as another user it owns them)
     return got + [bool(os.statvfs(p).f_flag & os.ST_RDONLY) for p in ("/usr", sys.prefix, "/opt/posref/posref",
-                                                                     "/opt/posref/posref/data")]
+                                                                     "/opt/posref/data")]
 """
     command, cwd, path = sandbox.python_command(work)
     child = Child(

@@ -15,8 +15,9 @@ from autograder import seccomp
 from autograder.course import REPO
 from autograder.record import _Children, _run_check
 from autograder.sandbox import Limits, Sandbox
-from posref.grading.remote import Child, ChildFailed, StudentError
-from posref.grading.scratch import remove_tree
+from posref.grading.child.remote import Child, ChildFailed
+from posref.grading.child.scratch import remove_tree
+from posref.grading.report import StudentError
 
 SANDBOX = Sandbox()
 needs_bwrap = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")
@@ -169,7 +170,7 @@ def test_a_tree_of_3000_nested_folders_is_removed_without_recursion(tmp_path):
 
 REPLIES = """
 import torch
-import posref.grading.remote as remote
+import posref.grading.child.remote as remote
 remote.plain = lambda value: value  # a child that sends what it likes
 def parameter():
     p = torch.nn.Parameter(torch.zeros(4, 8))

@@ -16,7 +16,7 @@ import torch
 
 from autograder.record import _Children, _run_check
 from autograder.sandbox import Sandbox
-from posref.grading.timing import Chain
+from posref.grading.speed.timing import Chain
 
 HERE = Path(__file__).resolve().parent
 ANSWERS = [

@@ -24,8 +24,8 @@ from posref.bench import (
     median_ratio,
     rope_backends,
 )
-from posref.grading.budgets import Budget
-from posref.grading.calibration import calibrate_apply_rope
+from posref.grading.speed.budgets import Budget
+from posref.grading.speed.calibration import calibrate_apply_rope
 
 
 def test_median_ratio_is_the_median_of_per_round_ratios():

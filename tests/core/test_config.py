@@ -13,7 +13,7 @@ from conftest import assert_close
 from posref.config import RopeConfig, rope_from_config
 from posref.scaling import default_inv_freq
 
-DATA = Path(__file__).resolve().parents[2] / "posref" / "data" / "model_configs.json"
+DATA = Path(__file__).resolve().parents[2] / "data" / "model_configs.json"
 MODELS = {entry["name"]: entry["config"] for entry in json.loads(DATA.read_text())["models"]}
 
 # shipped configs rope_from_config must refuse, and a word its message must contain

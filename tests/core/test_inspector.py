@@ -14,7 +14,7 @@ from posref.cli import main
 from posref.inspector import format_inspection, inspect_rope, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "posref" / "data" / "model_configs.json"
+DATA = ROOT / "data" / "model_configs.json"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

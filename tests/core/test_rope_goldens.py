@@ -21,7 +21,7 @@ from posref.rope import RotaryEmbedding
 from posref.scaling import SCALING_METHODS, rope_frequencies
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens" / "rope_frequencies.npz"
-MODELS_JSON = Path(__file__).resolve().parents[2] / "posref" / "data" / "model_configs.json"
+MODELS_JSON = Path(__file__).resolve().parents[2] / "data" / "model_configs.json"
 MODELS = {entry["name"]: entry["config"] for entry in json.loads(MODELS_JSON.read_text())["models"]}
 
 with np.load(GOLDENS, allow_pickle=False) as _file:

@@ -39,7 +39,7 @@ import hf_reference as hf  # noqa: E402
 from posref.config import rope_from_config  # noqa: E402
 
 OUT = HERE / "rope_frequencies.npz"
-MODEL_CONFIGS = HERE.parents[1] / "posref" / "data" / "model_configs.json"
+MODEL_CONFIGS = HERE.parents[1] / "data" / "model_configs.json"
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
 
 

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from posref.grading.lab import run_drop
+from posref.grading.checks.lab import run_drop
 from posref.lab import PositionHandler, handler_attention
 
 # ---------------------------------------------------------------- 06: loss per position

@@ -9,8 +9,9 @@ import pytest
 import student_impls as s
 import torch
 
-from posref.grading import CheckFailed, budgets, check_apply_rope_speed
-from posref.grading.budgets import Budget, apply_rope_budget, propose_budget
+from posref.grading import CheckFailed, check_apply_rope_speed
+from posref.grading.speed import budgets
+from posref.grading.speed.budgets import Budget, apply_rope_budget, propose_budget
 
 
 def test_rule_proposes_twice_the_worst_sane_median_rounded_up_when_the_slow_ones_are_far():
@@ -106,7 +107,7 @@ def test_every_speed_check_the_bench_calibrates_has_its_check_budget_and_both_ki
     import student_impls_speed
 
     from posref import bench
-    from posref.grading.speed import SpeedCheck
+    from posref.grading.speed.check import SpeedCheck
 
     for name, (module, check, constant, impls) in bench.SPEED_CHECKS.items():
         speed_check = getattr(importlib.import_module(module), check)
@@ -123,8 +124,8 @@ def test_calibrating_a_speed_check_reports_each_median_the_load_and_a_verdict():
 
     from student_impls_speed import cm_cumsum
 
-    from posref.grading.calibration import calibrate_speed_check
-    from posref.grading.lab_speed import CAUSAL_MEAN
+    from posref.grading.speed.calibration import calibrate_speed_check
+    from posref.grading.speed.lab import CAUSAL_MEAN
 
     def sleepy(v):
         time.sleep(0.002)  # hundreds of times the reference at this shape

@@ -13,8 +13,8 @@ import torch
 import posref
 from posref import grading
 from posref.grading import CheckFailed, Draw
+from posref.grading.checks.scaling import FREQUENCY_MISTAKES
 from posref.grading.report import Case, first_difference
-from posref.grading.scaling import FREQUENCY_MISTAKES
 
 learned = s.through_learned_module  # a student's module as the function the checker calls
 

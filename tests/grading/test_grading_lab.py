@@ -11,7 +11,8 @@ import student_impls_lab as s
 import torch
 
 import posref
-from posref.grading import CheckFailed, check_frequencies, lab
+from posref.grading import CheckFailed, check_frequencies
+from posref.grading.checks import lab
 from posref.lab.evaluate import per_position_loss
 
 

@@ -1,4 +1,4 @@
-"""The speed checks of 06 and 08 (``posref.grading.lab_speed``) and the links their rounds use: every call gets an
+"""The speed checks of 06 and 08 (``posref.grading.speed.lab``) and the links their rounds use: every call gets an
 input no call had, a wrong output anywhere near the end of a round is caught after the clock stops, and a sane
 solution passes where the classic slow one fails (both by a wide margin; no time is asserted)."""
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 from student_impls_speed import cm_loop_positions, cm_matrix, ppl_log_softmax
 
-from posref.grading import lab_speed
+from posref.grading.speed import lab as lab_speed
 from posref.grading.cases import Draw
-from posref.grading.links import LINKS, fresh_scale
 from posref.grading.report import CheckFailed
+from posref.grading.speed.links import LINKS, fresh_scale
 
 CPU = torch.device("cpu")
 
@@ -80,7 +80,7 @@ def test_sane_solutions_pass_and_the_classic_slow_one_fails():
 def test_alibi_bias_speed_passes_broadcasting_and_fails_a_loop_over_queries():
     from student_impls_speed import ab_broadcast, ab_loop_queries
 
-    from posref.grading.relative_speed import check_alibi_bias_speed
+    from posref.grading.speed.relative import check_alibi_bias_speed
 
     assert check_alibi_bias_speed(ab_broadcast, device=CPU) > 0
     with pytest.raises(CheckFailed, match="alibi_bias is too slow"):
@@ -90,7 +90,7 @@ def test_alibi_bias_speed_passes_broadcasting_and_fails_a_loop_over_queries():
 def test_alibi_bias_speed_catches_a_wrong_bias_after_the_clock():
     from student_impls_speed import ab_broadcast
 
-    from posref.grading.relative_speed import check_alibi_bias_speed
+    from posref.grading.speed.relative import check_alibi_bias_speed
 
     calls = []
 

@@ -1,5 +1,5 @@
 """The speed checks of 02's ``sinusoidal_pe`` and 03's ``t5_bucket`` and ``t5_learned_bias``
-(``posref.grading.absolute_speed``, ``posref.grading.relative_speed``): the notebook's solution passes, a classic
+(``posref.grading.speed.absolute``, ``posref.grading.speed.relative``): the notebook's solution passes, a classic
 slow one fails, a function that goes wrong once timed is caught after the clock. Verdicts come from the checkers
 with their documented budgets; no time is asserted here."""
 
@@ -19,16 +19,16 @@ from student_impls_speed import (
 )
 
 from posref import t5_relative_position_bucket
-from posref.grading.absolute_speed import check_sinusoidal_pe_speed
-from posref.grading.absolute_speed import sinusoidal_pe as reference_pe
-from posref.grading.relative_speed import (
+from posref.grading.report import CheckFailed
+from posref.grading.speed.absolute import check_sinusoidal_pe_speed
+from posref.grading.speed.absolute import sinusoidal_pe as reference_pe
+from posref.grading.speed.relative import (
     T5_MAX_DISTANCE,
     check_t5_bucket_speed,
     check_t5_learned_bias_speed,
     t5_bucket,
     t5_learned_bias,
 )
-from posref.grading.report import CheckFailed
 
 CPU = torch.device("cpu")
 

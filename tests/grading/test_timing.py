@@ -10,9 +10,9 @@ import time
 import pytest
 import torch
 
-from posref.grading import timing
-from posref.grading.remote import StudentError
-from posref.grading.timing import Chain, run_chain, seconds_per_call, speed_ratio, timed_outputs
+from posref.grading.speed import timing
+from posref.grading.report import StudentError
+from posref.grading.speed.timing import Chain, run_chain, seconds_per_call, speed_ratio, timed_outputs
 
 CPU = torch.device("cpu")
 

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "posref" / "data"
+SHIPPED = REPO / "data"  # the course's data; the wheel carries it as posref/data/
 NOTEBOOK = "07_scaling"  # reads the corpus, the RoPE checkpoint and model_configs.json
 
 CHECK = """
@@ -54,9 +54,8 @@ def build_wheel(tmp: Path) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, src / name)
-    shutil.copytree(
-        REPO / "posref", src / "posref", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    for name in ("posref", "data"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(
         [*pip_wheel, "-w", str(tmp), "."], cwd=src, capture_output=True, text=True, timeout=300
@@ -103,11 +102,11 @@ def env_outside(tmp: Path) -> dict[str, str]:
 @pytest.mark.slow  # a wheel build, a venv, and one notebook in its fast setting: about 40 s on a busy machine
 def test_an_installed_wheel_finds_its_data_and_runs_a_notebook_from_another_folder(tmp_path):
     wheel = build_wheel(tmp_path)
-    shipped = {str(p.relative_to(REPO)).replace(os.sep, "/") for p in SHIPPED.rglob("*") if p.is_file()}
+    shipped = {"posref/data/" + p.relative_to(SHIPPED).as_posix() for p in SHIPPED.rglob("*") if p.is_file()}
     with zipfile.ZipFile(wheel) as z:
         missing = shipped - set(z.namelist())
     assert not missing, (
-        f"the wheel leaves out shipped data (pyproject.toml's package-data): {sorted(missing)}"
+        f"the wheel leaves out the course's data (pyproject.toml's force-include): {sorted(missing)}"
     )
 
     python = fresh_venv(tmp_path, wheel)
@@ -123,7 +122,7 @@ def test_an_installed_wheel_finds_its_data_and_runs_a_notebook_from_another_fold
     assert installed == python.parent.parent.resolve()
     assert Path(found["posref"]).resolve().is_relative_to(installed), found
     assert Path(found["data"]).resolve().is_relative_to(installed), found
-    # the figures posref/data/README.md states for the corpus, and six checkpoints of the same model size
+    # the figures data/README.md states for the corpus, and six checkpoints of the same model size
     assert (found["train"], found["val"], found["vocab"]) == (3_699_289, 699_351, 96)
     assert set(found["models"]) == {"learned", "sinusoidal", "alibi", "t5", "rope", "nope"}
     assert found["rope_steps"] == 2000

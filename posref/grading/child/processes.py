@@ -1,9 +1,9 @@
 """The processes of a sandboxed child, found and stopped: what keeps a student's processes off the CPU while the
-reference is timed (``posref.grading.timing``).
+reference is timed (``posref.grading.speed.timing``).
 
 A child's processes are its descendants and whatever is left in its session (a process whose parent died is
 adopted by the sandbox's first process, or, without the sandbox, by some other process: then its session still
-tells); a fork of ``posref.grading.forkserver`` also names what its processes left to the sandbox.
+tells); a fork of ``posref.grading.child.forkserver`` also names what its processes left to the sandbox.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Speed budgets: the largest accepted ``student time / reference time`` (median of per-round ratios).
 
 Every budget is a generous ratio, never an absolute time, measured on the same device in the same run
-(``posref.grading.timing.speed_ratio``). Each entry records the measurement that set it. A budget belongs to a
+(``posref.grading.speed.timing.speed_ratio``). Each entry records the measurement that set it. A budget belongs to a
 device type (a GPU launches kernels in microseconds and streams memory a hundred times faster than a CPU, so the
 same code can sit at a very different ratio there) and to the input shape it was measured on.
 
@@ -117,7 +117,7 @@ PER_POSITION_LOSS_CPU = Budget(
     shape=(4, 256, 32),
     measured=(
         "2-core shared CPU, torch 2.13, 1 thread, logits (4, 256, 32) float32 with a fifth of the targets ignored, "
-        "against posref.grading.lab_speed.per_position_loss (F.cross_entropy per element, summed over the batch) + "
+        "against posref.grading.speed.lab.per_position_loss (F.cross_entropy per element, summed over the batch) + "
         "the linked rounds (logits rescaled per position by the previous losses), 11 rounds per median. "
         "calibrate_speed_check (python -m posref.bench --suite budgets --checks per_position_loss, load average "
         "10.5 -> 7.6), three medians each: log_softmax + gather 1.06, 1.00, 0.98; float64 inside 1.15, 1.16, 1.04; "
@@ -165,7 +165,7 @@ CAUSAL_MEAN_CPU = Budget(
     max_ratio=8.0,
     shape=(1, 8, 128, 16),
     measured=(
-        "2-core shared CPU, torch 2.13, 1 thread, v (1, 8, 128, 16) float32, against posref.grading.lab_speed."
+        "2-core shared CPU, torch 2.13, 1 thread, v (1, 8, 128, 16) float32, against posref.grading.speed.lab."
         "causal_mean (cumsum / counts, 31 us per call) + the linked rounds (each call on the previous output plus "
         "the round's v, in place), 11 rounds per median, calibrate_speed_check (load average 2.2 -> 5.5), three "
         "medians each: cumsum 1.02, 1.11, 1.10; float64 inside 1.38, 1.67, 1.59; (T, T) averaging matrix 3.36, "
@@ -191,7 +191,7 @@ ALIBI_BIAS_CPU = Budget(
     shape=(4, 128, 128),
     measured=(
         "2-core shared CPU, torch 2.13, 1 thread, bias (4, 128, 128) float32, positions from random offsets, "
-        "against posref.grading.relative_speed.alibi_bias (broadcast |m - n| times the slopes, 85-228 us per call "
+        "against posref.grading.speed.relative.alibi_bias (broadcast |m - n| times the slopes, 85-228 us per call "
         "with the link) + the linked rounds (slopes moved by the previous bias), 11 rounds per median. "
         "calibrate_speed_check (python -m posref.bench --suite budgets --checks alibi_bias, load average 5.5 -> "
         "10.5), three medians each: broadcast 1.01, 0.94, 1.08; float64 inside 1.49, 1.72, 1.39; cdist + einsum "
@@ -214,7 +214,7 @@ SINUSOIDAL_PE_CPU = Budget(
     shape=(512, 64),
     measured=(
         "2-core shared CPU (load average 7.4 -> 5.5, other sessions' tests and this session's), torch 2.13, 1 thread, "
-        "the (512, 64) float32 table, base log-uniform in [100, 1e5], against posref.grading.absolute_speed."
+        "the (512, 64) float32 table, base log-uniform in [100, 1e5], against posref.grading.speed.absolute."
         "sinusoidal_pe (arange x frequencies, stack of sin and cos) + the linked rounds (base moved by the previous "
         "table's mean), calibrate_speed_check with three medians each (11 rounds): column slices (the notebook's) "
         "0.68, 0.61, 0.75; float64 inside 1.48, 1.41, 1.52; exp-log frequencies 0.95, 0.90, 1.05; numpy 2.84, 3.23, "
@@ -239,7 +239,7 @@ T5_BUCKET_CPU = Budget(
     measured=(
         "2-core shared CPU (load average 6.1 -> 5.7), torch 2.13, 1 thread, (128, 128) int64 offsets k - q (queries "
         "up to 1000 after the keys' start), 32 buckets, max_distance 120, bidirectional and not alternating, "
-        "against posref.grading.relative_speed.t5_bucket (178 us per call) + the linked rounds (offsets plus the "
+        "against posref.grading.speed.relative.t5_bucket (178 us per call) + the linked rounds (offsets plus the "
         "previous buckets and the call number), calibrate_speed_check with three medians each (11 rounds): "
         "torch.where (the notebook's) 1.04, 1.14, 1.03; float64 logarithm 1.33, 1.26, 1.41; lookup table 1.07, 1.02, "
         "0.99; loop over rows 31.4, 41.6, 26.8; loop over offsets with the scalar rule 62.8, 71.2, 83.4. An earlier "
@@ -261,7 +261,7 @@ T5_LEARNED_BIAS_CPU = Budget(
     measured=(
         "2-core shared CPU (load average 13.2 -> 7.2), torch 2.13, 1 thread, the bias (4, 128, 32) float32 from a "
         "(32, 4) table, positions from random offsets, max_distance 120, bidirectional and not alternating, "
-        "against posref.grading.relative_speed.t5_learned_bias (one bucket tensor, one lookup) + the linked rounds "
+        "against posref.grading.speed.relative.t5_learned_bias (one bucket tensor, one lookup) + the linked rounds "
         "(table moved by the previous bias), calibrate_speed_check with three medians each (11 rounds): gather "
         "(the notebook's) 1.18, 1.27, 1.19; F.embedding 0.85, 0.81, 1.01; one-hot product 2.91, 2.58, 3.80; loop "
         "over heads 1.19, 1.34, 1.26; loop over heads with the buckets again per head 3.11, 2.69, 2.31; loop over "

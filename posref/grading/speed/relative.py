@@ -1,7 +1,7 @@
 """Speed checks of 03's ``alibi_bias``, ``t5_bucket`` and ``t5_learned_bias``, built as
-``posref.grading.speed.SpeedCheck`` describes::
+``posref.grading.speed.check.SpeedCheck`` describes::
 
-    from posref.grading.relative_speed import check_alibi_bias_speed
+    from posref.grading.speed.relative import check_alibi_bias_speed
     check_alibi_bias_speed(alibi_bias)            # -> the ratio; CheckFailed if over budget
     check_t5_bucket_speed(t5_bucket)
     check_t5_learned_bias_speed(t5_learned_bias)  # the student's own t5_bucket inside is timed with it
@@ -22,11 +22,11 @@ from collections.abc import Callable
 
 import torch
 
-from posref.grading import budgets
 from posref.grading.cases import Draw
 from posref.grading.rules import enforce_rules
-from posref.grading.speed import SpeedCheck, speed_check
-from posref.grading.timing import Chain, Round
+from posref.grading.speed import budgets
+from posref.grading.speed.check import SpeedCheck, speed_check
+from posref.grading.speed.timing import Chain, Round
 
 _EPS32 = 2.0**-23
 
@@ -72,7 +72,7 @@ ALIBI_BIAS = SpeedCheck(
 )
 
 
-@speed_check("posref.grading.relative_speed:alibi_bias")
+@speed_check("posref.grading.speed.relative:alibi_bias")
 @enforce_rules
 def check_alibi_bias_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
     """``fn(slopes, q_positions, k_positions)`` within the device's budget of a broadcast ``alibi_bias``
@@ -188,7 +188,7 @@ T5_LEARNED_BIAS = SpeedCheck(
 )
 
 
-@speed_check("posref.grading.relative_speed:t5_bucket")
+@speed_check("posref.grading.speed.relative:t5_bucket")
 @enforce_rules
 def check_t5_bucket_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
     """``fn(relative_position, bidirectional=..., num_buckets=32, max_distance=120)`` within the device's budget of
@@ -196,7 +196,7 @@ def check_t5_bucket_speed(fn: Callable[..., torch.Tensor], *, device=None, refer
     return T5_BUCKET.check(fn, device=device, reference=reference)
 
 
-@speed_check("posref.grading.relative_speed:t5_learned_bias")
+@speed_check("posref.grading.speed.relative:t5_learned_bias")
 @enforce_rules
 def check_t5_learned_bias_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
     """``fn(weight, q_positions, k_positions, bidirectional=..., max_distance=120)`` within the device's budget of

@@ -1,5 +1,5 @@
 """How one call of a timed chain gets its input from the previous call's output: the part of a timed round that the
-grader, its local timing and the sandboxed child must do identically (``posref.grading.timing`` explains rounds).
+grader, its local timing and the sandboxed child must do identically (``posref.grading.speed.timing`` explains rounds).
 
 A chain without a link feeds each output straight into the next call (``apply_rope``, ``attention``,
 ``causal_mean``: the output is the input's shape). A function whose output is not its input's shape

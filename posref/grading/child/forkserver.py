@@ -49,7 +49,7 @@ def _returncode(status: int) -> int:
 def _clear(folders: Sequence[str]) -> None:
     """End every process this user may signal here but this one (and the namespace's init), then empty
     ``folders``."""
-    from posref.grading.scratch import empty
+    from posref.grading.child.scratch import empty
 
     try:
         os.kill(-1, signal.SIGKILL)
@@ -75,7 +75,7 @@ def serve_forks(sock_fd: int, work: str, preload: Sequence[str] = ()) -> None:
     import importlib
 
     import posref.grading  # noqa: F401  (torch and posref's core: what every child imports, once)
-    from posref.grading.remote import serve
+    from posref.grading.child.remote import serve
 
     for module in preload:
         try:
@@ -215,7 +215,7 @@ class ForkServer:
             raise ValueError(f"preload must be module names, got {list(preload)!r}")
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         boot = (
-            f"import sys; sys.path[:0] = {list(python_path)!r}; from posref.grading.forkserver import serve_forks; "
+            f"import sys; sys.path[:0] = {list(python_path)!r}; from posref.grading.child.forkserver import serve_forks; "
             f"serve_forks({theirs.fileno()}, {work!r}, {list(preload)!r})"
         )
         try:

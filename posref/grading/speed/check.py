@@ -2,8 +2,8 @@
 
 A ``SpeedCheck`` holds what differs between functions (how a round's inputs are drawn, the reference, the float64
 recomputation that verifies the timed outputs, the budget, the advice); ``measure`` and ``check`` do the rest as
-``posref.grading.rope`` does it: ``fn`` checked on the timed shape first, then timed against the reference on
-fresh chains (``posref.grading.timing``), then every timed round's last output verified, then the median ratio
+``posref.grading.checks.rope`` does it: ``fn`` checked on the timed shape first, then timed against the reference on
+fresh chains (``posref.grading.speed.timing``), then every timed round's last output verified, then the median ratio
 held to the device's budget.
 
 The score of record times the student's function against the reference running in a child like the student's
@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from posref.grading.budgets import Budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import Case, first_difference
-from posref.grading.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
+from posref.grading.speed.budgets import Budget
+from posref.grading.speed.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
 
 
 @dataclass(frozen=True)

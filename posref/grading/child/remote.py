@@ -21,7 +21,7 @@ made; the grader stops its clock, then reads the output back. The transport is o
 input and one output copied per round, whatever the number of calls.
 
 Why here and not in autograder/: both ends of the protocol are this module. The child runs
-``from posref.grading.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
+``from posref.grading.child.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
 included), so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
 ``autograder.record``, sits beside it so that the two cannot drift apart.
 """
@@ -45,9 +45,7 @@ from typing import Any
 
 import torch
 
-from posref.grading.links import run_calls
-from posref.grading.plain_data import (
-    chain_output_problem,
+from posref.grading.child.plain_data import (
     from_wire,
     plain,
     stored_zip,
@@ -56,9 +54,11 @@ from posref.grading.plain_data import (
     to_wire,
     unreadable,
 )
-from posref.grading.processes import frozen, process_tree
-from posref.grading.report import error_text, same_values, where_it_raised
-from posref.grading.scratch import write_files
+from posref.grading.child.processes import frozen, process_tree
+from posref.grading.child.scratch import write_files
+from posref.grading.report import StudentError, error_text, same_values, where_it_raised
+from posref.grading.speed.links import run_calls
+from posref.grading.speed.timing import TimedElsewhere, chain_output_problem
 
 MAX_FRAME = 256 * 2**20
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
@@ -81,20 +81,6 @@ class ChildFailed(Exception):
 
 class BudgetSpent(ChildFailed):
     """The notebook's whole grading time (``Child.deadline``) ran out: no cell is to blame."""
-
-
-class StudentError(Exception):
-    """The student's function raised (the message is the child's ``TypeName: message`` text), or, with
-    ``raised=False``, did something the grader refuses (the message says what it did: "returned ...")."""
-
-    def __init__(self, message: str, *, raised: bool = True) -> None:
-        super().__init__(message)
-        self.raised = raised
-
-    @property
-    def reported_as(self) -> str:
-        """What the student's function did, as it follows "your function " in a message."""
-        return f"raised {self}" if self.raised else str(self)
 
 
 # ---------------------------------------------------------------- framing
@@ -242,7 +228,7 @@ class Child:
             (``autograder.sandbox.submission_files``).
         on_close: called once when the child is closed (or could not be started), after it was killed.
         launch: ``launch(read_fd, write_fd, shared_fd)`` -> a process (``pid``, ``poll()``, ``wait()``) serving
-            those pipes and that buffer, instead of starting ``command`` (a fork of ``posref.grading.forkserver``: no Python start, no import).
+            those pipes and that buffer, instead of starting ``command`` (a fork of ``posref.grading.child.forkserver``: no Python start, no import).
 
     The child announces each cell before running it; only the next cell of ``cells`` is accepted (student code
     can write to the pipe too, and must not restart a cell's clock or put the blame on another cell).
@@ -273,7 +259,7 @@ class Child:
         self._from_child, from_child_w = os.pipe()
         boot = (
             f"import sys; sys.path[:0] = {list(python_path)!r}; "
-            f"from posref.grading.remote import serve; serve({to_child_r}, {from_child_w}, {self._shared})"
+            f"from posref.grading.child.remote import serve; serve({to_child_r}, {from_child_w}, {self._shared})"
         )
         log = open(log_path or os.devnull, "wb")  # noqa: SIM115  (kept for the child's lifetime)
         try:
@@ -548,7 +534,7 @@ def _sealed_buffer(size: int) -> int:
     return fd
 
 
-class RemoteFunction:
+class RemoteFunction(TimedElsewhere):
     """A student's function by name, called in a ``Child``: behaves like the function for the checkers.
     ``answered`` counts the calls that returned a value (the grader tells from it whether an error in a check
     can have come from the child's data)."""
@@ -561,3 +547,11 @@ class RemoteFunction:
         result = self.child.call(self.__name__, args, kwargs)
         self.answered += 1
         return result
+
+    def timed_round(
+        self, chain: Any, calls: int, stop_after: float, clock: Callable[[], float]
+    ) -> tuple[float, int, torch.Tensor]:
+        return self.child.run_chain(self.__name__, chain, calls, stop_after, clock=clock)
+
+    def held_still(self) -> AbstractContextManager:
+        return self.child.frozen()

@@ -1,7 +1,7 @@
 """Calibrating the speed budgets: student-style implementations timed as the checker times them.
 
 Each implementation is checked and timed by its checker's own measurement, the ``measure`` of the checker's
-``posref.grading.speed.SpeedCheck`` (``rope.APPLY_ROPE_SPEED`` behind ``check_apply_rope_speed``,
+``posref.grading.speed.check.SpeedCheck`` (``rope.APPLY_ROPE_SPEED`` behind ``check_apply_rope_speed``,
 ``attention_speed.ATTENTION_SPEED`` behind ``check_scaled_dot_product_attention_speed``, and so on: same chains of
 inputs, same ``speed_ratio``, same reference), ``repeats`` times; the medians go through ``budgets.propose_budget``.
 ``python -m posref.bench --suite budgets`` runs this on the student-style implementations of
@@ -19,13 +19,13 @@ from collections.abc import Callable, Mapping
 import torch
 
 from posref.attention import scaled_dot_product_attention
-from posref.grading.attention_speed import ATTENTION_SPEED, attention_speed_chain
-from posref.grading.budgets import propose_budget
 from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import CheckFailed
-from posref.grading.rope import APPLY_ROPE_SPEED, apply_rope_speed_chain
-from posref.grading.speed import SpeedCheck
-from posref.grading.timing import Timing, seconds_per_call
+from posref.grading.speed.budgets import propose_budget
+from posref.grading.speed.check import SpeedCheck
+from posref.grading.speed.order import ATTENTION_SPEED, attention_speed_chain
+from posref.grading.speed.rope import APPLY_ROPE_SPEED, apply_rope_speed_chain
+from posref.grading.speed.timing import Timing, seconds_per_call
 from posref.kernels import fused_backends
 from posref.rope import apply_rope
 

@@ -1,4 +1,4 @@
-"""What may cross between the grader and a child (see ``posref.grading.remote``): plain data only.
+"""What may cross between the grader and a child (see ``posref.grading.child.remote``): plain data only.
 
 The child is untrusted, so the grader reads nothing from it that it has not checked here first: ``stored_zip``
 (a frame is a ``torch.save`` archive with uncompressed entries, never a zip bomb), ``unreadable`` (a result is
@@ -15,6 +15,8 @@ import zipfile
 from typing import Any
 
 import torch
+
+from posref.grading.cases import Probe
 
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
 MAX_ITEMS = 10_000
@@ -97,8 +99,6 @@ def to_wire(value: Any) -> Any:
 
 def from_wire(value: Any) -> Any:
     if isinstance(value, dict) and "__probe__" in value:
-        from posref.grading.order import Probe
-
         return Probe(value["__probe__"], value["weight"])
     if isinstance(value, tuple):
         return tuple(from_wire(v) for v in value)
@@ -135,16 +135,3 @@ def tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.T
     """The call's tensor arguments with where they were given: a position in ``args`` or a name in ``kwargs``."""
     given = list(enumerate(args)) + list(kwargs.items())
     return [(where, value) for where, value in given if isinstance(value, torch.Tensor)]
-
-
-def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
-    """None if ``y`` is what a timed chain's calls must return (a plain tensor of ``like``'s shape, dtype and
-    device), else what the function returned instead."""
-    if type(y) is not torch.Tensor:
-        return f"returned a {type(y).__name__}, not a torch.Tensor"
-    if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
-        return (
-            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, where every call must return one "
-            f"{like.dtype} {tuple(like.shape)} on {like.device}"
-        )
-    return None

@@ -1,9 +1,9 @@
 """Speed checks of the lab notebooks (06 length, 08 nope): ``per_position_loss``, the RoPE and ALiBi handlers seen
-through one attention layer, and ``causal_mean``; built as ``posref.grading.speed.SpeedCheck`` describes.
+through one attention layer, and ``causal_mean``; built as ``posref.grading.speed.check.SpeedCheck`` describes.
 
 How a notebook cell calls them (the function is the one the notebook's correctness check gets)::
 
-    from posref.grading.lab_speed import check_per_position_loss_speed
+    from posref.grading.speed.lab import check_per_position_loss_speed
     check_per_position_loss_speed(per_position_loss)            # -> the ratio; CheckFailed if over budget
 
     check_rope_handler_attention_speed(rope_handler_attention)   # fn(x, w_qkv, n_heads, start, n_new, base)
@@ -21,11 +21,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from posref.grading import budgets
 from posref.grading.cases import Draw
 from posref.grading.rules import enforce_rules
-from posref.grading.speed import SpeedCheck, speed_check
-from posref.grading.timing import Chain, Round
+from posref.grading.speed import budgets
+from posref.grading.speed.check import SpeedCheck, speed_check
+from posref.grading.speed.timing import Chain, Round
 from posref.lab.positions import ALiBiPositions, RoPEPositions, handler_attention
 from posref.lab.tasks import IGNORE_INDEX
 
@@ -189,7 +189,7 @@ CAUSAL_MEAN = SpeedCheck(
 )
 
 
-@speed_check("posref.grading.lab_speed:per_position_loss")
+@speed_check("posref.grading.speed.lab:per_position_loss")
 @enforce_rules
 def check_per_position_loss_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
     """``fn(logits, targets)`` within the device's budget of a vectorised ``per_position_loss``
@@ -197,7 +197,7 @@ def check_per_position_loss_speed(fn: Callable[..., torch.Tensor], *, device=Non
     return PER_POSITION_LOSS.check(fn, device=device, reference=reference)
 
 
-@speed_check("posref.grading.lab_speed:rope_handler_attention")
+@speed_check("posref.grading.speed.lab:rope_handler_attention")
 @enforce_rules
 def check_rope_handler_attention_speed(
     fn: Callable[..., torch.Tensor], *, device=None, reference=None
@@ -207,7 +207,7 @@ def check_rope_handler_attention_speed(
     return ROPE_HANDLER.check(fn, device=device, reference=reference)
 
 
-@speed_check("posref.grading.lab_speed:alibi_handler_attention")
+@speed_check("posref.grading.speed.lab:alibi_handler_attention")
 @enforce_rules
 def check_alibi_handler_attention_speed(
     fn: Callable[..., torch.Tensor], *, device=None, reference=None
@@ -217,7 +217,7 @@ def check_alibi_handler_attention_speed(
     return ALIBI_HANDLER.check(fn, device=device, reference=reference)
 
 
-@speed_check("posref.grading.lab_speed:causal_mean")
+@speed_check("posref.grading.speed.lab:causal_mean")
 @enforce_rules
 def check_causal_mean_speed(
     fn: Callable[[torch.Tensor], torch.Tensor], *, device=None, reference=None

@@ -22,6 +22,7 @@ import math
 import random
 import statistics
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -29,10 +30,8 @@ from typing import Any
 
 import torch
 
-from posref.grading.links import run_calls
-from posref.grading.plain_data import chain_output_problem
-from posref.grading.remote import RemoteFunction, StudentError
-from posref.grading.report import CheckFailed, difference, private_copy
+from posref.grading.report import CheckFailed, StudentError, difference, private_copy
+from posref.grading.speed.links import run_calls
 
 _clock = time.perf_counter  # bound once, at import
 
@@ -57,7 +56,7 @@ def synchronize(device: torch.device) -> None:
 class Chain:
     """One round's inputs: call ``i`` (from 0) is ``fn(x_i, *args, **kwargs[i % len(kwargs)])`` (or, with ``into``,
     ``fn(*args, **kwargs[...], into=x_i)``), where ``x_0`` is ``start`` and ``x_i`` is the previous call's output,
-    or what the ``link`` named makes of it (``posref.grading.links``: for functions whose output is not their
+    or what the ``link`` named makes of it (``posref.grading.speed.links``: for functions whose output is not their
     input's shape). Every output must be a tensor of ``out_shape``, ``out_dtype`` and ``out_device`` (by default
     ``start``'s)."""
 
@@ -93,6 +92,24 @@ class Chain:
         return run_calls(fn, self, calls, check, stop)
 
 
+class TimedElsewhere(ABC):
+    """A function whose timed rounds run in another process: the grader's ``RemoteFunction``
+    (``posref.grading.child.remote``), which runs a whole round in the student's child in one request and can hold
+    that child still while the reference is timed. Declared here so that the speed machinery needs nothing of the
+    child's machinery."""
+
+    @abstractmethod
+    def timed_round(
+        self, chain: Chain, calls: int, stop_after: float, clock: Callable[[], float]
+    ) -> tuple[float, int, torch.Tensor]:
+        """``calls`` calls along ``chain`` (fewer once ``stop_after`` seconds have passed), timed by ``clock``:
+        (seconds, calls made, the last output)."""
+
+    @abstractmethod
+    def held_still(self) -> AbstractContextManager:
+        """A context in which nothing of this function's process runs."""
+
+
 @dataclass
 class Round:
     """What one timed round did: its inputs, how many calls ran, the wall seconds they took and the last output."""
@@ -107,10 +124,10 @@ def run_chain(
     fn: Callable[..., Any], chain: Chain, calls: int, device: torch.device, stop_after: float = math.inf
 ) -> Round:
     """``calls`` calls of ``fn`` along ``chain`` (fewer once ``stop_after`` seconds have passed; at least one),
-    timed by the grader's clock and synchronised at both ends. A ``RemoteFunction`` runs the chain in its child
-    in one request (``Child.run_chain``); anything else runs here."""
-    if isinstance(fn, RemoteFunction):
-        seconds, done, output = fn.child.run_chain(fn.__name__, chain, calls, stop_after, clock=_clock)
+    timed by the grader's clock and synchronised at both ends. A ``TimedElsewhere`` function (the grader's
+    ``RemoteFunction``) runs the chain in its child in one request (``Child.run_chain``); anything else runs here."""
+    if isinstance(fn, TimedElsewhere):
+        seconds, done, output = fn.timed_round(chain, calls, stop_after, _clock)
         return Round(chain, done, seconds, output)
     like = chain.output_like()
 
@@ -130,7 +147,7 @@ def quiet(student: Callable[..., Any]) -> AbstractContextManager:
     """While the reference is timed: a student's child stopped, so that nothing it started (a thread or process
     that burns CPU whenever its own function is idle) can slow the reference down; nothing for a local function
     (in the student's own kernel nothing is protected anyway)."""
-    return student.child.frozen() if isinstance(student, RemoteFunction) else nullcontext()
+    return student.held_still() if isinstance(student, TimedElsewhere) else nullcontext()
 
 
 def _calls_per_round(
@@ -323,3 +340,16 @@ def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]]
             f"{tuple(budget.shape)} float32).{provisional} {advice}"
         )
     return timing.ratio
+
+
+def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
+    """None if ``y`` is what a timed chain's calls must return (a plain tensor of ``like``'s shape, dtype and
+    device), else what the function returned instead."""
+    if type(y) is not torch.Tensor:
+        return f"returned a {type(y).__name__}, not a torch.Tensor"
+    if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
+        return (
+            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, where every call must return one "
+            f"{like.dtype} {tuple(like.shape)} on {like.device}"
+        )
+    return None

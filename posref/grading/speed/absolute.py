@@ -1,6 +1,6 @@
-"""Speed check of 02's ``sinusoidal_pe``, built as ``posref.grading.speed.SpeedCheck`` describes::
+"""Speed check of 02's ``sinusoidal_pe``, built as ``posref.grading.speed.check.SpeedCheck`` describes::
 
-    from posref.grading.absolute_speed import check_sinusoidal_pe_speed
+    from posref.grading.speed.absolute import check_sinusoidal_pe_speed
     check_sinusoidal_pe_speed(sinusoidal_pe)        # -> the ratio; CheckFailed if over budget
 
 The exercise builds its table on the CPU, so the table is timed there whatever ``device`` says (``device=`` is
@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 import torch
 
-from posref.grading import budgets
 from posref.grading.cases import Draw
 from posref.grading.report import CheckFailed
 from posref.grading.rules import enforce_rules
-from posref.grading.speed import SpeedCheck, speed_check
-from posref.grading.timing import Chain, Round
+from posref.grading.speed import budgets
+from posref.grading.speed.check import SpeedCheck, speed_check
+from posref.grading.speed.timing import Chain, Round
 
 CPU = torch.device("cpu")
 
@@ -86,7 +86,7 @@ def _float32_table(fn: Callable[..., torch.Tensor]) -> None:
         )
 
 
-@speed_check("posref.grading.absolute_speed:sinusoidal_pe")
+@speed_check("posref.grading.speed.absolute:sinusoidal_pe")
 @enforce_rules
 def check_sinusoidal_pe_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
     """``fn(n_positions, dim, base=...)`` within the CPU budget of a vectorised ``sinusoidal_pe``

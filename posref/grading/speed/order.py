@@ -1,6 +1,6 @@
 """The speed check of notebook 01's ``attention``: timed against ``posref.scaled_dot_product_attention`` as
-``check_apply_rope_speed`` times ``apply_rope`` (``posref.grading.timing``: chains of calls on fresh inputs, the
-timed outputs verified afterwards), within ``budgets.attention_budget``; one ``posref.grading.speed.SpeedCheck``
+``check_apply_rope_speed`` times ``apply_rope`` (``posref.grading.speed.timing``: chains of calls on fresh inputs, the
+timed outputs verified afterwards), within ``budgets.attention_budget``; one ``posref.grading.speed.check.SpeedCheck``
 declaration."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from collections.abc import Callable
 import torch
 
 from posref.attention import scaled_dot_product_attention
-from posref.grading import budgets
 from posref.grading.cases import Draw
 from posref.grading.report import Case
 from posref.grading.rules import enforce_rules
-from posref.grading.speed import SpeedCheck
-from posref.grading.timing import Chain, Round
+from posref.grading.speed import budgets
+from posref.grading.speed.check import SpeedCheck
+from posref.grading.speed.timing import Chain, Round
 
 
 def attention_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
@@ -60,7 +60,7 @@ ATTENTION_SPEED = SpeedCheck(
     cases=_attention_speed_cases,
     match_dtype=True,
 )
-"""The speed check of 01's ``attention`` (``posref.grading.speed``); ``ATTENTION_SPEED.measure`` is what
+"""The speed check of 01's ``attention`` (``posref.grading.speed.check``); ``ATTENTION_SPEED.measure`` is what
 ``python -m posref.bench --suite budgets`` runs."""
 
 

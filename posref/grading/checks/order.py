@@ -7,9 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from posref.absolute import sinusoidal_pe
 from posref.attention import equivariance_error, scaled_dot_product_attention
-from posref.grading.cases import Draw
+from posref.grading.cases import Draw, Probe
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
 
@@ -60,38 +59,6 @@ def _masked_scores(q, k, causal, *, upper=False):
         allowed = allowed.triu() if upper else allowed.tril()
         scores = scores.masked_fill(~allowed, float("-inf"))
     return scores
-
-
-class Probe:
-    """A small function of a sequence ``x`` ``(..., T, d)`` -> ``(..., T, d)`` for equivariance tests.
-
-    ``kind``: ``"mlp"`` (row-wise, equivariant), ``"attention"`` (self-attention without positions,
-    equivariant), ``"causal"`` (causal self-attention, not equivariant), ``"positions"`` (``x + PE``, not
-    equivariant). The weights travel with it so that the same probe can be rebuilt in another process.
-    """
-
-    KINDS = ("mlp", "attention", "causal", "positions")
-
-    def __init__(self, kind: str, weight: torch.Tensor) -> None:
-        if kind not in self.KINDS:
-            raise ValueError(f"unknown probe kind {kind!r}; expected one of {self.KINDS}")
-        self.kind, self.weight = kind, weight
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.weight.to(x.dtype)
-        if self.kind == "mlp":
-            return torch.tanh(x @ w) @ w.T
-        if self.kind == "positions":
-            return x + sinusoidal_pe(x.shape[-2], x.shape[-1], device=x.device, dtype=x.dtype)
-        q, k, v = x @ w, x @ w.T, x
-        return scaled_dot_product_attention(q, k, v, causal=self.kind == "causal")
-
-    def describe(self) -> str:
-        equivariant = "equivariant" if self.kind in ("mlp", "attention") else "not equivariant"
-        return f"<{self.kind} function of x, {equivariant}>"
-
-    def to_wire(self) -> dict:
-        return {"__probe__": self.kind, "weight": self.weight}
 
 
 @enforce_rules

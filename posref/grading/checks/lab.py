@@ -1,4 +1,4 @@
-"""Checkers for the lab notebooks 06 and 08 (07's frequency rules are checked by ``posref.grading.scaling``).
+"""Checkers for the lab notebooks 06 and 08 (07's frequency rules are checked by ``posref.grading.checks.scaling``).
 
 * 06 length: ``per_position_loss(logits, targets)`` against ``posref.lab.evaluate.per_position_loss``; the
   student's RoPE, ALiBi and NoPE handlers, through one attention layer (``posref.lab.handler_attention``),
