@@ -3,6 +3,8 @@
 Every explorer is a pure figure function and an ``Explorer`` widget over it (``posref.explorers.base``), one
 module per explorer (figure function / explorer: what it shows, notebook):
 
+* ``arcs``: ``draw_angle_arcs`` / ``unseen_share``: the relative angles one RoPE pair met in training and at a longer
+  length, before and after scaling (06, 07; a figure on given axes, no explorer);
 * ``fingerprint``: ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks (02);
 * ``bias``: ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi and T5 biases by head (03);
 * ``rope_pair``: ``rope_pair_figure`` / ``rope_pair_explorer``: one RoPE pair rotating, the score by
@@ -20,6 +22,7 @@ e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``
 which is also exactly what its ``Output`` shows and its static figure.
 """
 
+from posref.explorers.arcs import draw_angle_arcs, unseen_share
 from posref.explorers.base import Explorer, figure_png
 from posref.explorers.bias import bias_heatmap_explorer, bias_heatmap_figure, t5_illustrative_table
 from posref.explorers.decay import decay_curves, decay_explorer, decay_figure, roformer_bound
@@ -43,6 +46,7 @@ __all__ = [
     "decay_curves",
     "decay_explorer",
     "decay_figure",
+    "draw_angle_arcs",
     "figure_png",
     "fingerprint_angles",
     "fingerprint_explorer",
@@ -59,4 +63,5 @@ __all__ = [
     "scaling_inspection",
     "sentence_text",
     "t5_illustrative_table",
+    "unseen_share",
 ]

@@ -1,0 +1,57 @@
+"""Relative angles on a circle: what one RoPE pair met in training, and what a longer input shows it (06, 07).
+
+A score between a query at ``m`` and a key at ``n`` sees pair ``i`` only through the relative angle
+``(m - n) * theta_i`` (RoFormer, arXiv 2104.09864). Trained on ``L`` tokens, the pair met the angles of distances
+``0 .. L-1``: the sector ``[0, (L-1) theta_i]``, the whole circle once that passes a full turn. A longer input reaches
+``[0, (T-1) theta_i]``; a scaling method (notebook 07) changes ``theta_i`` so that this arc falls back inside the
+sector (slides 45-47: angles beyond what training saw, positions squeezed back into range).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["draw_angle_arcs", "unseen_share"]
+
+TURN = 2 * math.pi
+
+
+def unseen_share(angle: float, seen: float) -> float:
+    """Share of the circle that the arc ``[0, angle]`` (radians) reaches outside the sector ``[0, seen]``: 0 when
+    the arc stays inside or when ``seen`` is a full turn or more, at most ``1 - seen / 2 pi``."""
+    if not (math.isfinite(angle) and math.isfinite(seen)) or angle < 0 or seen < 0:
+        raise ValueError(
+            f"angle and seen must be finite and >= 0 (radians), got angle={angle!r}, seen={seen!r}"
+        )
+    return max(0.0, min(angle, TURN) - min(seen, TURN)) / TURN
+
+
+def draw_angle_arcs(
+    ax, arcs: dict[str, float], seen: float, *, styles: dict[str, dict] | None = None
+) -> None:
+    """Draw on polar axes ``ax`` the sector seen in training, ``[0, seen]`` radians (shaded grey; all of the circle
+    from a full turn on), and each arc of ``arcs`` (label -> largest angle, radians) from 0 to its angle.
+
+    Arc ``k`` starts at radius ``0.45 + 0.2 k`` and moves out by 0.06 per turn, so an arc that wraps past a full
+    turn shows as a spiral whose turns can be counted; a dot marks its end. ``styles``: matplotlib keywords per
+    label (colour, line style), else the default colour cycle. Adds a legend below the axes.
+    """
+    if not arcs:
+        raise ValueError("arcs is empty: expected at least one label -> largest angle (radians)")
+    for label, angle in {"seen": seen, **arcs}.items():
+        if not math.isfinite(angle) or angle < 0:
+            raise ValueError(f"{label}: expected a finite angle >= 0 in radians, got {angle!r}")
+    sector = np.linspace(0.0, min(seen, TURN), 200)
+    ax.fill_between(sector, 0.0, 0.45 + 0.2 * len(arcs), color="0.85", label="met in training")
+    for k, (label, angle) in enumerate(arcs.items()):
+        phi = np.linspace(0.0, angle, max(2, int(100 * angle)))
+        radius = 0.45 + 0.2 * k + 0.06 * phi / TURN
+        style = {"lw": 2, **(styles or {}).get(label, {})}
+        (line,) = ax.plot(phi, radius, label=label, **style)
+        ax.plot(phi[-1:], radius[-1:], "o", color=line.get_color(), ms=5)
+    ax.set_ylim(0.0, 0.55 + 0.2 * len(arcs))
+    ax.set_yticks([])
+    ax.set_xticks(np.arange(0, TURN, TURN / 4), ["0", "π/2", "π", "3π/2"])
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=8, frameon=False)

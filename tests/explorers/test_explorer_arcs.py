@@ -1,0 +1,77 @@
+"""``draw_angle_arcs`` and ``unseen_share``: the relative angles of one RoPE pair (notebooks 06 and 07)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from posref.explorers import draw_angle_arcs, unseen_share  # noqa: E402
+
+TURN = 2 * math.pi
+
+
+@pytest.mark.parametrize(
+    ("angle", "seen", "share"),
+    [
+        (1.0, 2.0, 0.0),  # inside the sector
+        (3.0, 2.0, 1.0 / TURN),  # one radian past it
+        (10.0, 2.0, 1.0 - 2.0 / TURN),  # wraps: everything outside the sector is reached
+        (10.0, 7.0, 0.0),  # training went round the whole circle
+        (2.0, 2.0, 0.0),
+    ],
+)
+def test_unseen_share_is_the_part_of_the_circle_outside_the_training_sector(angle, seen, share):
+    assert unseen_share(angle, seen) == pytest.approx(share, abs=1e-12)
+
+
+def test_unseen_share_of_the_slowest_pair_of_the_base_50_head():
+    # pair 7 of a head of dimension 16, base 50, trained at 64: an independent count by hand, one distance at a time
+    theta = 50.0 ** (-14 / 16)
+    seen = [math.fmod(d * theta, TURN) for d in range(64)]
+    at_2l = [math.fmod(d * theta, TURN) for d in range(128)]
+    outside = [a for a in at_2l if a > max(seen)]
+    assert unseen_share(127 * theta, 63 * theta) == pytest.approx((max(outside) - max(seen)) / TURN, abs=1e-9)
+
+
+@pytest.mark.parametrize(("angle", "seen"), [(-1.0, 1.0), (1.0, float("nan")), (float("inf"), 1.0)])
+def test_unseen_share_refuses_angles_that_are_not_finite_and_non_negative(angle, seen):
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        unseen_share(angle, seen)
+
+
+def test_each_arc_ends_at_its_angle_and_the_sector_spans_what_training_met():
+    fig = plt.figure()
+    ax = fig.add_subplot(projection="polar")
+    draw_angle_arcs(ax, {"2L": 4.0, "4L": 9.0}, seen=2.0)
+    arcs = [line for line in ax.get_lines() if line.get_label() in ("2L", "4L")]
+    assert [line.get_xdata()[-1] for line in arcs] == pytest.approx([4.0, 9.0])
+    assert [line.get_xdata()[0] for line in arcs] == [0.0, 0.0]
+    radius = arcs[1].get_ydata()
+    assert np.all(np.diff(radius) >= 0) and radius[-1] - radius[0] == pytest.approx(0.06 * 9.0 / TURN)
+    (sector,) = ax.collections
+    angles = sector.get_paths()[0].vertices[:, 0]
+    assert angles.min() == pytest.approx(0.0) and angles.max() == pytest.approx(2.0)
+    plt.close(fig)
+
+
+def test_a_sector_past_a_full_turn_shades_the_whole_circle_once():
+    fig = plt.figure()
+    ax = fig.add_subplot(projection="polar")
+    draw_angle_arcs(ax, {"L": 20.0}, seen=20.0)
+    angles = ax.collections[0].get_paths()[0].vertices[:, 0]
+    assert angles.max() == pytest.approx(TURN)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("arcs", "seen"), [({}, 1.0), ({"a": -1.0}, 1.0), ({"a": 1.0}, float("inf"))])
+def test_draw_angle_arcs_refuses_bad_arcs(arcs, seen):
+    fig = plt.figure()
+    with pytest.raises(ValueError, match="arcs is empty|finite angle"):
+        draw_angle_arcs(fig.add_subplot(projection="polar"), arcs, seen)
+    plt.close(fig)
