@@ -29,14 +29,15 @@ def unseen_share(angle: float, seen: float) -> float:
 
 
 def draw_angle_arcs(
-    ax, arcs: dict[str, float], seen: float, *, styles: dict[str, dict] | None = None
+    ax, arcs: dict[str, float], seen: float, *, styles: dict[str, dict] | None = None, legend: bool = True
 ) -> None:
     """Draw on polar axes ``ax`` the sector seen in training, ``[0, seen]`` radians (shaded grey; all of the circle
     from a full turn on), and each arc of ``arcs`` (label -> largest angle, radians) from 0 to its angle.
 
     Arc ``k`` starts at radius ``0.45 + 0.2 k`` and moves out by 0.06 per turn, so an arc that wraps past a full
     turn shows as a spiral whose turns can be counted; a dot marks its end. ``styles``: matplotlib keywords per
-    label (colour, line style), else the default colour cycle. Adds a legend below the axes.
+    label (colour, line style), else the default colour cycle. ``legend``: a legend below the axes (a figure of
+    several such axes can draw one legend for all from the first axes' handles instead).
     """
     if not arcs:
         raise ValueError("arcs is empty: expected at least one label -> largest angle (radians)")
@@ -54,4 +55,5 @@ def draw_angle_arcs(
     ax.set_ylim(0.0, 0.55 + 0.2 * len(arcs))
     ax.set_yticks([])
     ax.set_xticks(np.arange(0, TURN, TURN / 4), ["0", "π/2", "π", "3π/2"])
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=8, frameon=False)
+    if legend:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=8, frameon=False)

@@ -75,3 +75,16 @@ def test_draw_angle_arcs_refuses_bad_arcs(arcs, seen):
     with pytest.raises(ValueError, match="arcs is empty|finite angle"):
         draw_angle_arcs(fig.add_subplot(projection="polar"), arcs, seen)
     plt.close(fig)
+
+
+def test_the_legend_is_drawn_only_when_asked():
+    fig = plt.figure()
+    with_legend, without = (
+        fig.add_subplot(1, 2, 1, projection="polar"),
+        fig.add_subplot(1, 2, 2, projection="polar"),
+    )
+    draw_angle_arcs(with_legend, {"2L": 4.0}, seen=2.0)
+    draw_angle_arcs(without, {"2L": 4.0}, seen=2.0, legend=False)
+    assert with_legend.get_legend() is not None and without.get_legend() is None
+    assert [t.get_text() for t in with_legend.get_legend().get_texts()] == ["met in training", "2L"]
+    plt.close(fig)

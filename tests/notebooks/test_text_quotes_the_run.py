@@ -20,7 +20,7 @@ import re
 import notebook_helpers as nh
 import pytest
 
-AT_DEFAULTS = ["06_length", "08_nope"]
+AT_DEFAULTS = ["06_length", "07_scaling", "08_nope"]
 # quoted numbers that are not the run's, per notebook: number -> why
 NOT_FROM_THE_RUN: dict[str, dict[str, str]] = {
     "07_scaling": {

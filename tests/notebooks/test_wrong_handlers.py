@@ -195,6 +195,7 @@ TESTS = {
         "test_longrope_mutation",
         "test_ntk_by_parts_frequencies",
         "test_ntk_frequencies",
+        "test_ntk_pair_factor",
         "test_yarn_frequencies",
     },
 }
