@@ -8,9 +8,9 @@ import pytest
 import torch
 from student_impls_speed import cm_loop_positions, cm_matrix, ppl_log_softmax
 
-from posref.grading.speed import lab as lab_speed
 from posref.grading.cases import Draw
 from posref.grading.report import CheckFailed
+from posref.grading.speed import lab as lab_speed
 from posref.grading.speed.links import LINKS, fresh_scale
 
 CPU = torch.device("cpu")

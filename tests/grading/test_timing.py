@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-from posref.grading.speed import timing
 from posref.grading.report import StudentError
+from posref.grading.speed import timing
 from posref.grading.speed.timing import Chain, run_chain, seconds_per_call, speed_ratio, timed_outputs
 
 CPU = torch.device("cpu")
