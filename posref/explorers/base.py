@@ -15,10 +15,12 @@ from a kernel callback, from a plain Python process (tests) and under any matplo
 Displayed in a notebook, an explorer leaves two outputs: the widget view, then its *static figure*
 (``static_figure``): an HTML ``<figure>`` of the PNG drawn when it was displayed. A viewer without the widget's
 live model still shows that picture: an HTML export (nbconvert keeps only the view's ``<script>`` tags, which
-draw nothing offline) and a saved notebook re-opened without a kernel (JupyterLab answers "Error displaying
-widget: model not found" and falls back to no other entry of the view's bundle). Where the widget does render,
-a CSS rule shipped inside the static figure hides it (``STATIC_CSS``: the output after a rendered
-``.posref-explorer``), so a live notebook shows one figure. All figure text is English.
+draw nothing offline) and a saved notebook re-opened without the widget's model (a new kernel, or a reload of the
+page that lost the race for it: JupyterLab answers "Error displaying widget: model not found" and falls back to
+no other entry of the view's bundle). CSS shipped inside the static figure (``STATIC_CSS``) shows exactly one of
+the two: where the widget rendered (the output holds a ``.posref-explorer``) it hides the static figure after it;
+where it did not, it hides the view's output (the error, or nothing yet while the widget loads) and the picture
+stays. All figure text is English.
 
 While grading (``POSREF_GRADING=1``: the autograder runs every cell of a notebook, and no figure is graded) an
 explorer draws nothing by itself: its arguments are checked and its sliders built as always, but it makes no
@@ -103,13 +105,18 @@ def figure_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-# The class of an explorer's static figure, and the CSS that hides it where the explorer's widget itself rendered:
-# the output right after one holding a rendered explorer (JupyterLab and nbconvert's lab template; the classic
-# notebook's .output_area). A view that failed ("model not found") has no .posref-explorer, so the picture stays.
+# The class of an explorer's static figure, and the CSS that shows one of the view and the picture (JupyterLab and
+# nbconvert's lab template: .jp-OutputArea-child; the classic notebook: .output_area): where the view rendered an
+# explorer, the output right after it (the picture) is hidden; where it did not (a failed view, "Error displaying
+# widget: model not found", has no .posref-explorer), the view's output right before the picture is hidden.
 STATIC_CLASS = "posref-static-figure"
 STATIC_CSS = (
-    f".jp-OutputArea-child:has(.posref-explorer) + .jp-OutputArea-child:has(.{STATIC_CLASS}),"
-    f" .output_area:has(.posref-explorer) + .output_area:has(.{STATIC_CLASS}) {{ display: none; }}"
+    ", ".join(
+        f"{area}:has(.posref-explorer) + {area}:has(.{STATIC_CLASS}),"
+        f" {area}:not(:has(.posref-explorer)):has(+ {area} .{STATIC_CLASS})"
+        for area in (".jp-OutputArea-child", ".output_area")
+    )
+    + " { display: none; }"
 )
 STATIC_CAPTION = "Picture of the explorer as first drawn: run the notebook to move its controls."
 

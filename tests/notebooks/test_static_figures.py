@@ -4,8 +4,8 @@
   the widget state, so the export keeps each explorer as ``<script>`` tags that draw nothing offline; the static
   figure beside them must be in the HTML and show in a browser with no network.
 * A notebook run and saved in JupyterLab, then opened again with a fresh kernel: the widget's model is gone
-  ("Error displaying widget: model not found"); the static figure must show there, and be hidden while the
-  explorer itself is live (one figure, not two).
+  ("Error displaying widget: model not found"); the static figure must show there, without that error above it,
+  and be hidden while the explorer itself is live (one figure, not two).
 
 The browser tests need Debian's ``chromium`` and Playwright (see test_browser.py); they skip without them. Their
 screenshots go to ``POSREF_SCREENSHOT_DIR`` (default: the test's temporary directory).
@@ -191,8 +191,11 @@ def test_a_saved_notebook_reopened_shows_the_static_figure(chromium: str, tmp_pa
                 page.reload()
                 lab.wait_for_idle_kernel(relative)
                 page.wait_for_function(KERNEL_READY)
-                page.wait_for_selector("text=Error displaying widget: model not found")
+                # the view's error is there, hidden: the picture alone shows
+                error = page.locator("text=Error displaying widget: model not found")
+                error.wait_for(state="attached")
                 page.wait_for_selector(static, state="visible")
+                assert not error.is_visible(), "the failed widget view's error shows above the picture"
                 assert page.locator(live).count() == 0
                 figure = page.evaluate(
                     "(sel) => { const i = document.querySelector(sel); return [i.naturalWidth, i.src]; }",
