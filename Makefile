@@ -4,24 +4,34 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# what is installed: the course's tools (.[course]: JupyterLab, nbgrader) for make lab, and with them the test
+# tools (.[dev]: pytest, transformers, Playwright, ...) for make test and the benchmarks; .[dev] holds .[course]
+COURSE := $(VENV)/.installed-course
+DEV    := $(VENV)/.installed-dev
 
 .PHONY: lab test setup system-packages fonts checkpoints bench gpu-wheels clean
 
-# JupyterLab on notebooks/00_start.ipynb, without nbgrader's instructor tools, as root too (see posref/launch.py)
-lab: setup fonts
+# JupyterLab on the student's own copy of the course (work/, filled from notebooks/), opened on 00_start.ipynb,
+# without nbgrader's instructor tools, as root too (see posref/launch.py and posref/workfolder.py)
+lab: $(COURSE) fonts
 	$(PY) -m posref lab
 
 test: setup system-packages
 	$(PY) -m pytest -q
 
-setup: $(STAMP)
+setup: $(DEV)
 
-$(STAMP): pyproject.toml constraints.txt
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+
+$(COURSE): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e '.[course]'
 	touch $@
+
+$(DEV): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $@ $(COURSE)
 
 # A CJK font, so that figures show the lecture's Chinese example sentences (pinyin without one). Installed only
 # as root with apt-get; elsewhere it says what to install.

@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "release":
-        course.release(args.assignment)
+        print(course.release_summary(args.assignment, course.release(args.assignment)))
     elif args.command == "import":
         from autograder.submissions import import_submissions
 

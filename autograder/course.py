@@ -191,15 +191,28 @@ def release_dir() -> Path:
     return REPO / os.environ.get("POSREF_RELEASE_DIR", "notebooks")
 
 
-def release(assignment: str) -> None:
+def release(assignment: str) -> list[Path]:
     """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook; the
-    course's start page (``00_start.ipynb``, no assignment) is released beside it."""
+    course's start page (``00_start.ipynb``, no assignment) is released beside it. -> the files written."""
     from autograder.start_page import release_start_page
 
     require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
     enter_due_date(assignment)
     nbgrader("generate_assignment", assignment, "--force")
-    release_start_page(source_dir(), release_dir())
+    start = release_start_page(source_dir(), release_dir())
+    written = sorted(p for p in (release_dir() / assignment).rglob("*") if p.is_file())
+    return written + ([start] if start is not None else [])
+
+
+def release_summary(assignment: str, written: list[Path]) -> str:
+    """What ``release`` did, for the terminal: the files written, the gradebook, and what it left alone."""
+    lines = [f"released {assignment} (entered in the gradebook {course_dir() / 'gradebook.db'}); wrote:"]
+    lines += [f"  {path}" for path in written]
+    lines.append(
+        "Students' own copies are not touched: `posref lab` (make lab) works in the checkout's work/ and brings "
+        "a new version there at its next start, beside any notebook the student changed."
+    )
+    return "\n".join(lines)
 
 
 def feedback(assignment: str) -> None:

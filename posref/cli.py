@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from posref.lab.checkpoints import add_train_checkpoints
 from posref.lab.tasks import DATA_DIR
-from posref.launch import add_lab
+from posref.launch import add_lab, add_update
 
 MODEL_CONFIGS = DATA_DIR / "model_configs.json"  # RoPE settings of real models, shipped with posref
 
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inspect(subparsers)
     add_train_checkpoints(subparsers)
     add_lab(subparsers)
+    add_update(subparsers)
     return parser
 
 

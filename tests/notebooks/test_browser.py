@@ -142,7 +142,7 @@ class LabServer:
     ``launcher="posref"`` starts it the way ``make lab`` does (``python -m posref lab``: the student config, the
     start page, ``--allow-root`` decided by posref itself), ``launcher="autograder"`` as instructors do
     (``python -m autograder lab``); ``run_as`` (a uid, when the test runs as root) starts it as that ordinary
-    user; ``env`` adds to the server's environment.
+    user; ``env`` adds to the server's environment; ``lab_args`` are ``posref lab``'s own options (``--releases``).
     """
 
     def __init__(
@@ -152,8 +152,10 @@ class LabServer:
         launcher: str = "jupyterlab",
         run_as: int | None = None,
         env: dict[str, str] | None = None,
+        lab_args: tuple[str, ...] = (),
     ) -> None:
         self.launcher = launcher
+        self.lab_args = lab_args
         self.run_as = run_as
         self.root = base / "root"
         self.home = base / "home"
@@ -197,7 +199,8 @@ class LabServer:
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ]
         if self.launcher == "posref":
-            cmd = [sys.executable, "-m", "posref", "lab", "--folder", str(self.root), "--", *options]
+            cmd = [sys.executable, "-m", "posref", "lab", "--folder", str(self.root), *self.lab_args]
+            cmd += ["--", *options]
         elif self.launcher == "autograder":  # the instructor's lab, served from the repository root
             cmd = [sys.executable, "-m", "autograder", "lab", "--", *options]
         else:

@@ -32,7 +32,8 @@ def make_commands(text: str, targets: tuple[str, ...]) -> list[list[str]]:
     variables spelled out and pip's ``-q`` dropped."""
     rules = {}
     for match in re.finditer(r"^([^\s#:=]+):([^=\n]*)\n((?:\t.*\n)*)", text, flags=re.M):
-        rules[match[1]] = (match[2].split(), [line[1:] for line in match[3].splitlines()])
+        deps = [d for d in match[2].split() if d != "|"]  # order-only ones (after |) run first all the same
+        rules[match[1]] = (deps, [line[1:] for line in match[3].splitlines()])
     seen: list[list[str]] = []
 
     def visit(target: str) -> None:
@@ -59,17 +60,19 @@ def test_the_readme_route_is_the_makefiles():
     assert make == [
         ["python", "-m", "venv", ".venv"],
         ["python", "-m", "pip", "install", "--upgrade", "pip"],
-        ["python", "-m", "pip", "install", "-c", "constraints.txt", "-e", ".[dev]"],
+        ["python", "-m", "pip", "install", "-c", "constraints.txt", "-e", ".[course]"],  # a student's tools
         ["python", "-m", "posref", "lab"],
+        ["python", "-m", "pip", "install", "-c", "constraints.txt", "-e", ".[dev]"],  # and the test tools
         ["python", "-m", "pytest", "-q"],
     ], "the Makefile's set-up, lab or test recipe changed: update README's route without make and this list"
     assert readme == make
 
 
 def test_make_commands_reads_a_rule_and_its_dependencies():  # the parser above, on a Makefile of its own
-    text = "a: b\n\t$(PY) -m x -q\n\techo hi\nb:\n\t$(PY) -m pip install -q y\n"
+    text = "a: b | c\n\t$(PY) -m x -q\n\techo hi\nb:\n\t$(PY) -m pip install -q y\nc:\n\t$(PY) -m z\n"
     assert make_commands(text, ("a",)) == [
         ["python", "-m", "pip", "install", "y"],
+        ["python", "-m", "z"],
         ["python", "-m", "x", "-q"],
     ]
 
@@ -87,12 +90,12 @@ def test_the_readme_route_runs_without_make(tmp_path):
         assert done.returncode == 0, f"{shlex.join(command)}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         return done
 
-    venv, *pips, lab, tests = commands
+    venv, upgrade, course, lab, dev, tests = commands
     run(venv, tmp_path)  # in a folder of its own: this checkout's .venv stays as it is
     made = tmp_path / ".venv"
     made_python = made / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     assert subprocess.run([made_python, "-m", "pip", "--version"], capture_output=True).returncode == 0
-    for i, pip in enumerate(pips):
+    for i, pip in enumerate((upgrade, course, dev)):
         report = tmp_path / f"pip-{i}.json"
         run(pip, REPO, "--dry-run", "--no-index", "--no-build-isolation", "--report", str(report))
         would = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]

@@ -1,8 +1,10 @@
 """The course's first minutes: ``make lab`` (``posref lab``) starts as root and as an ordinary user and opens on
 the start page; the start page and every notebook link to each other; the released start page is in sync with
-``solutions/00_start.ipynb``; students' JupyterLab has no formgrader.
+``solutions/00_start.ipynb``; students' JupyterLab has no formgrader, no exchange (Assignment List) and no news
+pop-up; a student's answers, written in JupyterLab, survive a release and a new version of the course.
 
-Links are checked on the released files (what students click), relative to the notebook that holds them.
+Links are checked on the released files (what students click), relative to the notebook that holds them. The
+browser tests share one ``posref lab`` server (``student_lab``), started as ``make lab`` starts it.
 """
 
 from __future__ import annotations
@@ -11,15 +13,23 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from test_browser import LabServer, browser_page, chromium  # noqa: F401 (a fixture)
+from test_browser import (  # noqa: F401 (chromium is a fixture)
+    LabServer,
+    _wait_until_saved,
+    browser_page,
+    chromium,
+)
 
 from autograder.start_page import release_start_page, released_start_page
 from posref import launch
@@ -79,6 +89,10 @@ def test_start_page_says_how_to_work_and_hand_in():
         "Assignment List",  # a hub course: fetch and submit
         "Submit",
         "`03_relative.ipynb`",  # a course without a hub: exactly which file to upload
+        "no Assignment List",  # and make lab on a laptop hands in that way
+        "`work/`",  # where a student's own copy is
+        "`NAME.new.ipynb`",  # and where a new version of the course lands
+        "ExerciseNotDone",  # what a cell that builds on an unfinished exercise says
         "POSREF_FAST=1",
         "device=cuda",
         "fonts-noto-cjk",
@@ -114,6 +128,20 @@ def test_start_page_code_runs(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 # posref lab
 
+STUDENT_SERVER_EXTENSIONS = {
+    "nbgrader.server_extensions.formgrader": False,
+    "nbgrader.server_extensions.assignment_list": False,
+    "nbgrader.server_extensions.course_list": False,
+}
+STUDENT_HIDDEN_PLUGINS = {
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:assignment-list",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:menu",
+    "@jupyterlab/apputils-extension:announcements",
+}
+
 
 def test_lab_command_allows_root_only_as_root(monkeypatch, tmp_path):
     (tmp_path / launch.START_PAGE).write_text("{}")
@@ -126,105 +154,236 @@ def test_lab_command_allows_root_only_as_root(monkeypatch, tmp_path):
     assert not any("default_url" in a for a in launch.lab_command(tmp_path / ".."))  # no start page there
 
 
-def test_lab_env_hides_instructor_tools_unless_asked():
+def test_lab_env_hides_instructor_tools_and_the_exchange_unless_asked():
     env = {"JUPYTER_CONFIG_PATH": "/elsewhere", "PATH": "/usr/bin"}
     student = launch.lab_env(env=env)
     assert student["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(launch.STUDENT_CONFIG), "/elsewhere"]
     assert "JUPYTER_CONFIG_PATH" not in launch.lab_env(instructor_tools=True, env={"PATH": "/usr/bin"})
     page = json.loads((launch.STUDENT_CONFIG / "labconfig" / "page_config.json").read_text())
-    assert set(page["disabledExtensions"]) == {
-        "@jupyter/nbgrader:formgrader",
-        "@jupyter/nbgrader:create-assignment",
-    }
+    assert set(page["disabledExtensions"]) == STUDENT_HIDDEN_PLUGINS
+    server = json.loads((launch.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"] == STUDENT_SERVER_EXTENSIONS  # Validate's stays on
 
 
-def test_course_folder(tmp_path):
-    assert launch.course_folder() == REPO / "notebooks"  # this checkout
-    assert launch.course_folder(tmp_path) == tmp_path
-    with pytest.raises(FileNotFoundError, match="no folder"):
-        launch.course_folder(tmp_path / "missing")
+def test_validate_finds_the_students_nbgrader_config(tmp_path):
+    """nbgrader's Validate handler loads its configuration the way this does: from the student config, found on
+    JUPYTER_CONFIG_PATH, without the "No nbgrader_config.py file found" warning of a folder that has none."""
+    code = (
+        "import os; from jupyter_core.paths import jupyter_config_path; from nbgrader.apps import NbGrader\n"
+        "app = NbGrader(); app.config_file_paths.append([os.getcwd(), *jupyter_config_path()])\n"
+        "app.load_config_file(); print('timeout', app.config.Execute.timeout)"
+    )
+    env = launch.lab_env(env={k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"})
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "timeout 300" in done.stdout and "No nbgrader_config.py" not in done.stderr, done.stderr
 
 
-def _start_posref_lab(base: Path, run_as: int | None = None) -> None:
-    server = LabServer(base, launcher="posref", run_as=run_as)
-    shutil.copy(START, server.root / launch.START_PAGE)
-    try:
-        server.start()
-        request = urllib.request.Request(server.url + "/", headers={"Authorization": f"token {server.token}"})
-        with urllib.request.urlopen(request, timeout=10) as response:  # the server's front door redirects...
-            assert response.geturl() == f"{server.url}/lab/tree/{launch.START_PAGE}"  # ...to the start page
-        page = server.api("GET", "/lab").decode()
-        assert "@jupyter/nbgrader:formgrader" in page.split('"disabledExtensions"')[1].split("]")[0]
+def _front_door_checks(server: LabServer) -> None:
+    """What a student's server answers: its front door leads to the start page; no formgrader, no exchange."""
+    request = urllib.request.Request(server.url + "/", headers={"Authorization": f"token {server.token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:  # the server's front door redirects...
+        assert response.geturl() == f"{server.url}/lab/tree/{launch.START_PAGE}"  # ...to the start page
+    page = server.api("GET", "/lab").decode()
+    disabled = page.split('"disabledExtensions"')[1].split("]")[0]
+    assert all(f'"{plugin}"' in disabled for plugin in STUDENT_HIDDEN_PLUGINS), disabled
+    for handler in (
+        "/formgrader",
+        "/assignments",
+        "/formgraders",
+    ):  # formgrader, Assignment List, Course List
         with pytest.raises(urllib.error.HTTPError, match="404"):
-            server.api("GET", "/formgrader")
-        assert json.loads(server.api("GET", "/api/contents")), "the course folder is not served"
-    finally:
-        server.stop()
-    assert not (server.root / "gradebook.db").exists(), "the student's lab wrote a gradebook"
-
-
-@pytest.mark.timeout(180)
-def test_posref_lab_starts_as_the_current_user(tmp_path):
-    _start_posref_lab(tmp_path)
+            server.api("GET", handler)
+    assert json.loads(server.api("GET", "/api/contents")), "the course folder is not served"
 
 
 @pytest.mark.timeout(180)
 def test_posref_lab_starts_as_an_ordinary_user_too():
     if os.geteuid() != 0:
-        pytest.skip(
-            "running as an ordinary user already: test_posref_lab_starts_as_the_current_user covers it"
-        )
+        pytest.skip("running as an ordinary user already: the student_lab server of this module covers it")
     if shutil.which("setpriv") is None:
         pytest.skip("no setpriv to drop to an ordinary user")
     base = Path(tempfile.mkdtemp(prefix="posref-lab-user-"))  # pytest's tmp_path is private to root
     try:
         base.chmod(0o755)
-        _start_posref_lab(base, run_as=65534)
+        server = LabServer(base, launcher="posref", run_as=65534)
+        shutil.copy(START, server.root / launch.START_PAGE)
+        try:
+            server.start()
+            _front_door_checks(server)
+        finally:
+            server.stop()
+        assert not (server.root / "gradebook.db").exists(), "the student's lab wrote a gradebook"
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# in a browser
+# in a browser, on one server: a student's course, a clone of this course's releases
+
+
+def _git(cwd: Path, *args: str) -> str:
+    identity = ["-c", "user.name=course", "-c", "user.email=course@example.org"]
+    return subprocess.run(
+        ["git", "-C", str(cwd), *identity, *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def student_lab(tmp_path_factory) -> Iterator[LabServer]:
+    """``posref lab`` as ``make lab`` runs it, serving a student's work folder (``root``) filled from the releases
+    of a clone (``server.clone``) of a course repository (``server.upstream``: this checkout's notebooks/ and
+    .gitignore). Only the course's own settings: no user setting turns JupyterLab's news off."""
+    if shutil.which("git") is None:
+        pytest.skip("no git: the student's path clones and pulls the course")
+    base = tmp_path_factory.mktemp("student")
+    upstream, clone = base / "upstream", base / "clone"
+    shutil.copytree(REPO / "notebooks", upstream / "notebooks")
+    shutil.copy(REPO / ".gitignore", upstream / ".gitignore")
+    _git(upstream, "init", "-q")
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "-q", "-m", "the course")
+    _git(base, "clone", "-q", str(upstream), str(clone))
+    server = LabServer(base, launcher="posref", lab_args=("--releases", str(clone / "notebooks")))
+    server.upstream, server.clone = upstream, clone
+    (
+        server.home
+        / "lab-settings"
+        / "@jupyterlab"
+        / "apputils-extension"
+        / "notification.jupyterlab-settings"
+    ).unlink()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_posref_lab_fills_the_students_folder_and_hides_the_exchange(student_lab):
+    log = student_lab.log_tail(20_000)
+    assert f"added {launch.START_PAGE}" in log and "added 01_order/01_order.ipynb" in log, log
+    for name in ORDER:
+        assert (student_lab.root / name / f"{name}.ipynb").is_file()
+    _front_door_checks(student_lab)
+    assert not (student_lab.root / "gradebook.db").exists(), "the student's lab wrote a gradebook"
 
 
 def _tab(page, name: str):
     return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
 
 
+def _shot_dir(tmp_path: Path) -> Path:
+    shots = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
 @pytest.mark.browser
 @pytest.mark.timeout(240)
-def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, tmp_path):  # noqa: F811
-    """What ``make lab`` shows first: the rendered start page; its link opens 01, 01's link opens 02; the
-    Nbgrader menu has the Assignment List and no formgrader."""
-    server = LabServer(tmp_path, launcher="posref")
-    shutil.rmtree(server.root)
-    shutil.copytree(REPO / "notebooks", server.root)
-    shot_dir = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or tmp_path)
-    shot_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        server.start()
-        with browser_page(chromium, server.home) as page:
-            try:
-                page.goto(f"{server.url}/?token={server.token}")  # the front door, as `make lab` opens it
-                heading = page.locator(".jp-RenderedMarkdown h1", has_text="Start here")
-                heading.wait_for()
-                page.locator(".jp-RenderedMarkdown table a", has_text="Order").wait_for()
-                page.screenshot(path=str(shot_dir / "start_page.png"))
+def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, student_lab, tmp_path):  # noqa: F811
+    """What ``make lab`` shows first: the rendered start page, with no news pop-up and no Nbgrader menu (no
+    formgrader, no Assignment List); its link opens 01, 01's link opens 02."""
+    server, shots = student_lab, _shot_dir(tmp_path)
+    with browser_page(chromium, server.home) as page:
+        try:
+            page.goto(f"{server.url}/?token={server.token}")  # the front door, as `make lab` opens it
+            heading = page.locator(".jp-RenderedMarkdown h1", has_text="Start here")
+            heading.wait_for()
+            page.locator(".jp-RenderedMarkdown table a", has_text="Order").wait_for()
+            page.screenshot(path=str(shots / "start_page.png"))
 
-                page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
-                items = page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts()
-                assert "Assignment List" in items, items
-                assert not any("Formgrader" in i or "Create Assignment" in i for i in items), items
-                page.keyboard.press("Escape")
+            menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+            assert "Run" in menus and "Nbgrader" not in menus, menus
 
-                page.locator(".jp-RenderedMarkdown table a", has_text="Order").click()
-                _tab(page, "01_order.ipynb").wait_for()
-                page.locator(".jp-RenderedMarkdown a", has_text="02 absolute").first.click()
-                _tab(page, "02_absolute.ipynb").wait_for()
-            except Exception:
-                page.screenshot(path=str(shot_dir / "start_page_failure.png"))
-                print(f"\nJupyterLab log tail:\n{server.log_tail()}")
-                raise
-    finally:
-        server.stop()
+            page.locator(".jp-RenderedMarkdown table a", has_text="Order").click()
+            _tab(page, "01_order.ipynb").wait_for()
+            page.locator(".jp-RenderedMarkdown a", has_text="02 absolute").first.click()
+            _tab(page, "02_absolute.ipynb").wait_for()
+            page.locator(".jp-NotebookPanel-toolbar .validate-button:visible").wait_for()  # Validate stays
+            news = page.locator(".Toastify__toast", has_text="Jupyter news")
+            assert news.count() == 0, "JupyterLab asked about its news"
+        except Exception:
+            page.screenshot(path=str(shots / "start_page_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
+
+
+def _next_version_of_the_course(upstream: Path) -> None:
+    """A new commit upstream: a cell added to 01 (which the student edits) and to 02 (which they never open), and
+    a notebook new in the course."""
+    for name in ("01_order", "02_absolute"):
+        path = upstream / "notebooks" / name / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"New in the course's next version ({name})."))
+        nbformat.write(nb, path)
+    new = upstream / "notebooks" / "09_extra" / "09_extra.ipynb"
+    new.parent.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 09")]), new)
+    _git(upstream, "add", "-A")
+    _git(upstream, "commit", "-q", "-m", "the course, next version")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_a_students_answers_survive_a_release_and_a_new_version(chromium, student_lab, tmp_path):  # noqa: F811
+    """A student writes an answer into notebook 01 in JupyterLab and saves it; the course's release of 01 is made
+    in the same checkout; the course's next version is pulled and brought over. The answer is still there, on
+    disk and in JupyterLab; the next version of 01 sits beside it, 02 (untouched) took its new version."""
+    server, shots = student_lab, _shot_dir(tmp_path)
+    relative = "01_order/01_order.ipynb"
+    mine = server.root / relative
+    answer = "my_answer = 4242  # written in JupyterLab"
+    with browser_page(chromium, server.home) as page:
+        try:
+            page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+            stub = page.locator(
+                ".jp-CodeCell .jp-InputArea-editor", has_text="raise NotImplementedError"
+            ).first
+            stub.click()
+            page.keyboard.press("Control+a")
+            page.keyboard.type(answer)
+            mtime = mine.stat().st_mtime
+            page.click(".jp-NotebookPanel-toolbar [data-command='docmanager:save']")
+            saved = _wait_until_saved(mine, mtime)
+            assert any(c.source == answer for c in saved.cells), "the answer was not saved"
+            written = mine.read_bytes()
+
+            env = {**os.environ, "POSREF_RELEASE_DIR": str(server.clone / "notebooks"),
+                   "POSREF_COURSE_DIR": str(tmp_path / "course")}  # fmt: skip
+            release = subprocess.run(
+                [sys.executable, "-m", "autograder", "release", "01_order"],
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+            assert release.returncode == 0, release.stderr
+            assert "released 01_order" in release.stdout, release.stdout
+            assert str(server.clone / "notebooks" / relative) in release.stdout, release.stdout
+            assert mine.read_bytes() == written, "the release changed the student's notebook"
+
+            _git(server.clone, "checkout", "-q", "--", "notebooks")  # the release's own bytes, if they differ
+            _next_version_of_the_course(server.upstream)
+            _git(server.clone, "pull", "-q", "--ff-only")
+            update = subprocess.run(
+                [sys.executable, "-m", "posref", "update", "--folder", str(server.root),
+                 "--releases", str(server.clone / "notebooks")],
+                env=server.env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert update.returncode == 0, update.stderr
+            said = update.stderr
+            assert "01_order/01_order.new.ipynb" in said and "yours is as you left it" in said, said
+            assert (
+                "updated 02_absolute/02_absolute.ipynb" in said and "added 09_extra/09_extra.ipynb" in said
+            ), said
+            assert mine.read_bytes() == written, "the update changed the student's notebook"
+            new = nbformat.read(server.root / "01_order" / "01_order.new.ipynb", as_version=4)
+            assert new.cells[-1].source == "New in the course's next version (01_order)."
+            untouched = nbformat.read(server.root / "02_absolute" / "02_absolute.ipynb", as_version=4)
+            assert untouched.cells[-1].source == "New in the course's next version (02_absolute)."
+
+            page.reload()  # and JupyterLab shows the answer
+            page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).wait_for()
+            page.screenshot(path=str(shots / "answers_kept.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "answers_kept_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
