@@ -297,9 +297,43 @@ def grade_notebook(
             record.problems.append(children.out_of_time.replace("not checked: ", ""))
         if children.student is not None:
             record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
+            if children.student.refused_errors:
+                record.problems.append(
+                    f"the grading process reported errors for {children.student.refused_errors} cell(s) it was "
+                    "never sent: not recorded"
+                )
     finally:
         children.close()
         remove_tree(scratch.parent)
+    return _bounded(record)
+
+
+MAX_MESSAGE = 8_000  # characters of one test cell's message in a record
+MAX_PROBLEMS = (
+    16_000  # characters of a notebook's problems in all (a CSV field holds 32,000: export.MAX_FIELD)
+)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 30] + " [... cut: too long to keep]"
+
+
+def _bounded(record: Record) -> Record:
+    """The record with at most ``MAX_MESSAGE`` characters per cell message and ``MAX_PROBLEMS`` of problems (the
+    first ones kept whole, then a count of the rest): what a child says about itself is bounded in the record, the
+    feedback and the CSV, however much it says."""
+    record.reason = _cut(record.reason, MAX_MESSAGE)
+    for cell in record.cells:
+        cell.message = _cut(cell.message, MAX_MESSAGE)
+    kept, size = [], 0
+    for problem in record.problems:
+        problem = _cut(problem, MAX_PROBLEMS // 4)
+        if size + len(problem) > MAX_PROBLEMS:
+            kept.append(f"... and {len(record.problems) - len(kept)} more problem(s), not recorded")
+            break
+        kept.append(problem)
+        size += len(problem) + 2
+    record.problems = kept
     return record
 
 

@@ -148,3 +148,20 @@ def test_checks_run_hidden_and_speed_checks_against_a_reference_in_a_child_like_
         assert student.child is children.student and reference.child is not children.student
     finally:
         children.close()
+
+
+def test_a_record_is_bounded_however_much_the_child_says():
+    """Each problem is cut, the problems together stop at MAX_PROBLEMS with a count of the rest, and each cell's
+    message at MAX_MESSAGE: a notebook's record, feedback and CSV field stay small whatever a child reports."""
+    from autograder.record import MAX_MESSAGE, MAX_PROBLEMS, CellResult, Record, _bounded
+
+    record = Record("nb.ipynb", "graded", reason="R" * 10**6)
+    record.cells = [CellResult("t", 1.0, 0.0, "M" * 10**6), CellResult("u", 1.0, 1.0, "passed")]
+    record.problems = [f"cell {i} raised " + "E" * 1990 for i in range(30_000)]
+    out = _bounded(record).to_json()
+    assert len(json.dumps(out)) < MAX_PROBLEMS + 3 * MAX_MESSAGE + 1000
+    assert out["problems"][0] == record.problems[0] and out["problems"][-1].endswith(
+        "more problem(s), not recorded"
+    )
+    assert out["problems"][-1].startswith(f"... and {30_000 - len(out['problems']) + 1} more")
+    assert [c["message"][:6] for c in out["cells"]] == ["MMMMMM", "passed"] and out["score"] == 1.0

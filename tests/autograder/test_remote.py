@@ -217,3 +217,35 @@ def test_a_failure_raised_inside_torch_names_the_students_line_and_no_path_of_th
     assert "IndexError: Dimension out of range" in str(failed.value)
     assert line.format("cell 7") in str(failed.value)
     refused(str(failed.value))
+
+
+def test_what_a_child_reports_about_its_cells_is_bounded_and_only_for_cells_it_was_sent():
+    """A child's "ready" message said 30,000 cells that do not exist raised a 2,000-character error each: a 60 MB
+    record and CSV field. Errors for cells the child was never sent are not kept (only counted), names beyond
+    ``MAX_NAMES`` or longer than ``MAX_NAME`` are not names the grader asks for, and an error is cut to MAX_TEXT."""
+    from posref.grading.child.remote import MAX_NAME, MAX_NAMES
+
+    code = """
+import posref.grading.child.remote as remote
+real = remote._encode
+def loud(message):
+    if isinstance(message, dict) and message.get("event") == "ready":
+        errors = {i: "E" * 2000 for i in range(1, 30_001)} | {-5: "negative", 10**9: "far"} | message["errors"]
+        names = message["names"] + ["n" * (MAX_NAME + 1)] + [f"f{i}" for i in range(MAX_NAMES + 10)]
+        message = {**message, "errors": errors, "names": names}
+    return real(message)
+from posref.grading.child.remote import MAX_NAME, MAX_NAMES
+remote._encode = loud
+def double(x):
+    return 2 * x
+raise ValueError("A" * 10**6)
+"""
+    with plain_child(code) as child:
+        assert set(child.cell_errors) == {0}  # the one cell it ran
+        assert (
+            child.cell_errors[0].startswith("ValueError: AAA") and len(child.cell_errors[0]) <= MAX_TEXT + 10
+        )
+        assert child.refused_errors == 30_002
+        assert len(child.names) <= MAX_NAMES and all(len(n) <= MAX_NAME for n in child.names)
+        assert "double" in child.names
+        assert RemoteFunction(child, "double")(torch.ones(2)).tolist() == [2.0, 2.0]  # it still answers

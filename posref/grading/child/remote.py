@@ -61,6 +61,7 @@ from posref.grading.speed.links import run_calls
 from posref.grading.speed.timing import TimedElsewhere, chain_output_problem
 
 MAX_FRAME = 256 * 2**20
+MAX_NAMES, MAX_NAME = 10_000, 200  # names a child reports defined, and characters of each
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
 _ALIGN = 64
 _HEADER = struct.Struct("<Q")
@@ -291,6 +292,8 @@ class Child:
         self.failed_cell: int | None = None
         self.cell_errors: dict[int, str] = {}
         self.names: list[str] = []
+        self.refused_errors = 0  # cell errors the child reported for cells it was not sent (not kept)
+        self._cells = {index for index, _ in cells}
         try:
             self._send({"cells": list(cells), "files": list(files)})
         except ChildFailed as failure:  # it ended before reading its program (a sandbox that cannot start)
@@ -330,6 +333,10 @@ class Child:
                 raise error from None
 
     def _ready(self, message: dict) -> tuple[list[str], dict[int, str]]:
+        """The names the child defined and the error of each cell that raised, bounded: at most ``MAX_NAMES``
+        names of at most ``MAX_NAME`` characters (a longer or further one is not a function the grader asks for),
+        one error of at most ``MAX_TEXT`` characters per cell the child was sent; an error for any other cell is
+        not kept (counted in ``refused_errors``): the record holds no more than the program has cells."""
         names, errors = message.get("names"), message.get("errors")
         if not (
             type(names) is list
@@ -339,7 +346,9 @@ class Child:
         ):
             self.kill()
             raise ChildFailed("the grading process sent a malformed message")
-        return names, {k: student_text(v) for k, v in errors.items()}
+        kept = {k: student_text(v) for k, v in errors.items() if k in self._cells}
+        self.refused_errors = len(errors) - len(kept)
+        return [n for n in names[:MAX_NAMES] if len(n) <= MAX_NAME], kept
 
     def _send(self, obj: Any) -> None:
         self._send_frame(_encode(obj))
