@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from autograder import course
@@ -90,14 +91,16 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "import":
         from autograder.submissions import import_submissions
 
-        imported = import_submissions(
-            args.path, args.assignment, timestamp=args.timestamp, roster=args.roster
-        )
-        print("imported:", ", ".join(imported))
+        done = import_submissions(args.path, args.assignment, timestamp=args.timestamp, roster=args.roster)
+        print("imported:", ", ".join(done.imported) or "nobody")
+        if done.refused:
+            raise SystemExit(
+                f"could not import {len(done.refused)}: {', '.join(done.refused)} (the reasons above)"
+            )
     elif args.command == "autograde":
         from autograder.grade import autograde, print_summary
 
-        print_summary(
+        status = print_summary(
             args.assignment,
             autograde(
                 args.assignment,
@@ -109,12 +112,24 @@ def main(argv: list[str] | None = None) -> None:
                 notebook_timeout=args.notebook_timeout,
             ),
         )
+        raise SystemExit(status)
     elif args.command == "feedback":
-        course.feedback(args.assignment)
+        failed = course.feedback(args.assignment)
+        for student, why in failed.items():
+            print(f"no feedback for {course.printable(student)}: {course.printable(why)}", file=sys.stderr)
+        if failed:
+            raise SystemExit(
+                f"no feedback for {len(failed)} student(s): {course.printable(', '.join(failed))}"
+            )
     elif args.command == "export":
         from autograder.export import export, print_table
 
-        print_table(export(args.assignment, args.csv))
+        rows = export(args.assignment, args.csv)
+        print_table(rows)
+        failed = sorted({row["student"] for row in rows if row["status"] == "could not grade"})
+        if failed:
+            names = course.printable(", ".join(failed))
+            raise SystemExit(f"could not grade {len(failed)} student(s): {names} (the reason column)")
     elif args.command == "demo":
         from autograder.demo.run import demo
 

@@ -10,8 +10,10 @@ nothing in the process environment.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import unicodedata
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +32,48 @@ def course_dir() -> Path:
     path = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# A student id is a folder name under submitted/, autograded/ and feedback/, a gradebook key, a CSV field and a word
+# on nbgrader's command line (where + and * are refused and the id is a glob): letters and digits of any script,
+# then also . _ - @, in Unicode's NFKC form (no full-width "／", no look-alike of another id by composition),
+# nothing invisible (no right-to-left override, no zero-width space), at most 64 characters.
+STUDENT_ID = re.compile(r"[^\W_][\w.@-]{0,63}")
+
+
+def student_id_problem(student: str) -> str | None:
+    """None for a valid student id, else what is wrong with it (for a message)."""
+    if not isinstance(student, str) or not STUDENT_ID.fullmatch(student):
+        return (
+            f"{student!r} is not a student id: an id is 1-64 letters or digits, then also . _ - @ (no spaces, "
+            "slashes or other signs, no leading . or -)"
+        )
+    if unicodedata.normalize("NFKC", student) != student:
+        return f"{student!r} is not a student id: it is not in Unicode's NFKC form (write it as {unicodedata.normalize('NFKC', student)!r})"
+    return None
+
+
+def printable(text: str) -> str:
+    """``text`` as a terminal may show it: every character that is not printable (an escape sequence, a byte that
+    is not UTF-8, a right-to-left override) as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def submission_dir(student: str, assignment: str) -> Path:
+    """``submitted/<student>/<assignment>`` in the course, for a valid id only (ValueError otherwise); it never
+    leaves the course's ``submitted/`` folder."""
+    problem = student_id_problem(student)
+    if problem is not None:
+        raise ValueError(problem)
+    submitted = course_dir() / "submitted"
+    folder = submitted / student / assignment
+    if (
+        folder.parent.is_symlink()
+        or folder.is_symlink()
+        or submitted.resolve() not in folder.resolve().parents
+    ):
+        raise ValueError(f"submitted/{student}/{assignment} leads outside the course's submitted/ folder")
+    return folder
 
 
 def source_dir() -> Path:
@@ -215,6 +259,30 @@ def release_summary(assignment: str, written: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def feedback(assignment: str) -> None:
-    """``nbgrader generate_feedback`` (hidden tests cleared, what students wrote sanitised: nbgrader_config)."""
-    nbgrader("generate_feedback", assignment, "--force")
+def feedback(assignment: str) -> dict[str, str]:
+    """nbgrader's ``generate_feedback`` (hidden tests cleared, what students wrote sanitised: nbgrader_config),
+    one student at a time through its Python API: a student nbgrader cannot take is that student's failure, and
+    every other student gets their page. Returns student -> why they got none (nbgrader's last error line)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    require_assignment(assignment)
+    settings = config()
+    api = NbGraderAPI(coursedir=CourseDirectory(config=settings), config=settings)
+    autograded = course_dir() / "autograded"
+    students = sorted(p.parent.name for p in autograded.glob(f"*/{assignment}") if p.is_dir())
+    failed = {}
+    for student in students:
+        if student_id_problem(student) is not None:  # nbgrader would read the id as a glob
+            failed[student] = student_id_problem(student)
+            continue
+        try:
+            with tools_on_path():
+                result = api.generate_feedback(assignment, student, force=True)
+            ok, why = result["success"], result.get("error") or result.get("log") or ""
+        except Exception as err:  # nbgrader on this student's notebook: the others go on
+            ok, why = False, f"{type(err).__name__}: {err}"
+        if not ok:
+            lines = [line for line in why.strip().splitlines() if line.strip()]
+            failed[student] = lines[-1] if lines else "nbgrader gave no reason"
+    return failed

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
 from autograder import late
-from autograder.course import course_dir, gradebook, require_assignment, source_dir
+from autograder.course import course_dir, gradebook, printable, require_assignment, source_dir
 from autograder.submissions import fingerprint
 
 FIELDS = [
@@ -45,7 +47,11 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
     with gradebook() as gb:
         students = {s.id for s in gb.students}
     submitted = course / "submitted"
-    students |= {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
+    students |= (
+        {p.name for p in submitted.iterdir() if p.is_dir() and p.name[:1] != "."}
+        if submitted.is_dir()
+        else set()
+    )
     records = course / "records" / assignment
     students |= {p.stem for p in records.glob("*.json")}
     rows = []
@@ -61,29 +67,33 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         return {"submitted": "" if submitted is None else f"{submitted:%Y-%m-%d %H:%M:%S} UTC",
                 "hours_late": f"{hours:.2f}" if hours else ""}  # fmt: skip
 
+    def again_for(student: str) -> str:
+        return f"run `python -m autograder autograde {assignment} --student {student}`"
+
     def without_score(student: str, status: str, reason: str, time: dict) -> None:
         rows.extend({"student": student, "notebook": name, "score": "", "max_score": f"{top:g}",
                      "late_penalty": "", **time, "status": status, "reason": reason}
                     for name, top in points.items())  # fmt: skip
 
-    for student in sorted(students):
+    def rows_of(student: str) -> None:
         folder, path = submitted / student / assignment, records / f"{student}.json"
-        again = f"run `python -m autograder autograde {assignment} --student {student}`"
+        again = again_for(student)
         if not path.exists():
             if folder.is_dir():
                 without_score(student, "not graded", f"imported, not autograded yet: {again}", when(folder))
             else:
                 without_score(student, "not submitted", "", when(folder))
-            continue
+            return
         data = json.loads(path.read_text())
         if folder.is_dir() and data.get("submission") not in (None, fingerprint(folder)):
             without_score(student, "not graded", f"imported again after it was graded: {again}", when(folder))
-            continue
+            return
         time = when(folder, data)
         if data.get("error"):
+            what = "" if data.get("error_in") == "submission" else "grader error: "
             rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
                          "late_penalty": "", **time, "status": "could not grade",
-                         "reason": f"grader error: {data['error']}"})  # fmt: skip
+                         "reason": f"{what}{data['error']}"})  # fmt: skip
         for nb in data["notebooks"]:
             problems = "; ".join(nb["problems"])
             penalty = nb.get("late_penalty") or 0.0
@@ -93,10 +103,19 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
                 "max_score": f"{nb['max_score']:g}", "late_penalty": f"{penalty:g}" if penalty else "", **time,
                 "status": nb["status"], "reason": nb["reason"] or problems,
             })  # fmt: skip
+
+    for student in sorted(students):
+        done = len(rows)
+        try:  # what is wrong with one student's files is that student's row, never the end of the export
+            rows_of(student)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            del rows[done:]
+            without_score(student, "could not grade", f"its record or submission folder cannot be read "
+                          f"({type(err).__name__}: {err}): {again_for(student)}", {"submitted": "", "hours_late": ""})  # fmt: skip
     csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer = csv.DictWriter(f, fieldnames=FIELDS, quoting=csv.QUOTE_ALL)
         writer.writeheader()
         writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
@@ -109,14 +128,23 @@ def _cell_points(cell) -> float:
     return float(meta.get("points", 0)) if test else 0.0
 
 
-def _spreadsheet_safe(text: str) -> str:
-    """A CSV field that a spreadsheet shows as text: one starting with = + - @ (a formula to Excel, LibreOffice
-    and Google Sheets: a student id like ``=HYPERLINK(...)``) gets a leading apostrophe (OWASP's advice)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+# What could start a cell: a separator of any common locale (, ; tab |) or a line break, outside quotes or inside
+# them for a reader that ignores them. A cell starting with = + - @ (or their full-width forms), after spaces
+# and quotes, is a formula to Excel, LibreOffice or Google Sheets (OWASP: CSV injection).
+_CELL_START = re.compile(r"""(^|[,;|\n])(?=[^\S\n]*"*[^\S\n]*[=+\-@\uff1d\uff0b\uff0d\uff20])""")
+_LINE_BREAKS = re.compile("\r\n?|[\u0085\u2028\u2029]")
+MAX_FIELD = 32_000  # characters of a field: a spreadsheet cell holds 32,767, Python's csv reads 131,072
 
 
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text)
+def _spreadsheet_safe(value: object) -> str:
+    """A CSV field that no spreadsheet reads as a formula, however it splits the line: tabs and control
+    characters become spaces, line breaks ``\\n``, and every place a separator could start a cell that begins
+    with = + - @ gets an apostrophe there (a student id ``=HYPERLINK(...)``, a message ``see notes;=40+2``);
+    at most ``MAX_FIELD`` characters (the record holds the rest)."""
+    text = _LINE_BREAKS.sub("\n", str(value)[: MAX_FIELD + 1])
+    text = "".join(c if c == "\n" or not unicodedata.category(c).startswith("C") else " " for c in text)
+    text = _CELL_START.sub(r"\1'", text)
+    return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 40] + " [...: the record holds the rest]"
 
 
 def print_table(rows: list[dict], expected: dict | None = None) -> None:
@@ -126,5 +154,5 @@ def print_table(rows: list[dict], expected: dict | None = None) -> None:
         if row.get("late_penalty"):
             row = {**row, "reason": f"{row['hours_late']} h late: -{row['late_penalty']}; {row['reason']}"}
         extra = f"  (expected {expected[row['student']]})" if expected and row["student"] in expected else ""
-        student, reason = _printable(row["student"]), _printable(row["reason"][:110])
+        student, reason = printable(row["student"]), printable(row["reason"][:110])
         print(f"{student:<11} {score:>7}  {row['status']:<16} {reason}{extra}")

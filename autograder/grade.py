@@ -36,13 +36,15 @@ from autograder.course import (
     CONFIG,
     NOTEBOOK_TIMEOUT,
     course_dir,
+    printable,
     require_released,
     source_dir,
     tools_on_path,
 )
 from autograder.gradebook import PendingScores
-from autograder.submissions import fingerprint, read_submission
+from autograder.submissions import Refused, check_submission, fingerprint, read_submission
 from autograder.worker import score_student
+from posref.grading.child.plain_data import student_text
 
 NO_WORKERS_WAIT = 120.0  # seconds a run with students left waits for a worker before it stops
 POLL = 2.0  # seconds between looks at the cluster while waiting for results
@@ -104,14 +106,17 @@ def up_to_date(assignment: str, student: str, source: str) -> bool:
     path = _record_path(assignment, student)
     if not path.exists():
         return False
-    data = json.loads(path.read_text())
-    return (
-        not data.get("error")
-        and data.get("source") == source
-        and data.get("submission") == fingerprint(course_dir() / "submitted" / student / assignment)
-        and bool(data.get("notebooks"))
-        and all(nb.get("status") == "graded" for nb in data["notebooks"])
-    )
+    try:
+        data = json.loads(path.read_text())
+        return (
+            not data.get("error")
+            and data.get("source") == source
+            and data.get("submission") == fingerprint(course_dir() / "submitted" / student / assignment)
+            and bool(data.get("notebooks"))
+            and all(nb.get("status") == "graded" for nb in data["notebooks"])
+        )
+    except (OSError, ValueError, AttributeError, TypeError):  # graded again: that says what is wrong
+        return False
 
 
 def record_student(assignment: str, student: str, submission: str, source: str, scored: dict) -> dict:
@@ -149,10 +154,13 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
     return out
 
 
-def _failed(assignment: str, student: str, error: str) -> dict:
-    """The record of a student the grader failed on: "could not grade" in the export, never a 0, never the
-    previous record (else export kept it, or left the student out)."""
+def _failed(assignment: str, student: str, error: str, *, submission: bool = False) -> dict:
+    """The record of a student the grader failed on (``submission``: whose submission folder it could not take,
+    ``error`` says why and what to do): "could not grade" in the export, never a 0, never the previous record
+    (else export kept it, or left the student out)."""
     out = {"student": student, "assignment": assignment, "error": error, "notebooks": []}
+    if submission:
+        out["error_in"] = "submission"
     _write_record(out)
     return out
 
@@ -262,30 +270,50 @@ def autograde(
         futures = {}
         for student in todo:
             folder = submitted / student / assignment
-            try:
-                files = read_submission(folder)
-            except ValueError as err:
-                results.append(_failed(assignment, student, str(err)))
+            try:  # what one student's folder holds stops that student only
+                check_submission(folder, set(sources))
+                late.read_timestamp(folder)
+                files, submission = read_submission(folder), fingerprint(folder)
+            except (Refused, ValueError, OSError) as err:
+                why = (
+                    f"its folder cannot be read ({type(err).__name__}: {err})"
+                    if isinstance(err, OSError)
+                    else str(err)
+                )
+                results.append(_failed(assignment, student, why, submission=True))
                 continue
             # one task per student: the same student is never graded by two workers at once
             key = f"grade-{assignment}-{student}-{uuid.uuid4().hex[:8]}"
             future = client.submit(score_student, sources, files, cell_timeout, notebook_timeout, key=key)
-            futures[future] = (student, fingerprint(folder))
+            futures[future] = (student, submission)
         with tqdm(
             total=len(todo), initial=len(results), desc=f"autograde {assignment}", unit="student"
         ) as bar:
             for (student, submission), outcome in _outcomes(client, futures, where):
                 if isinstance(outcome, Exception):  # a grader failure is reported as such, never as a 0
                     results.append(_failed(assignment, student, _error_text(outcome)))
-                else:
+                    bar.update()
+                    continue
+                try:
                     results.append(record_student(assignment, student, submission, source, outcome))
+                except Exception as err:  # nbgrader or the gradebook on this student: the others go on
+                    results.append(_failed(assignment, student, f"could not be recorded: {_error_text(err)}"))
                 bar.update()
     return sorted(results, key=lambda r: r["student"])
 
 
-def print_summary(assignment: str, results: list[dict]) -> None:
-    """What ``autograde`` did, for the terminal: each student the grader failed on, then the count."""
+def print_summary(assignment: str, results: list[dict]) -> int:
+    """What ``autograde`` did, for the terminal: each student the grader failed on and each notebook it could not
+    grade, with the reason, then the count. Returns the exit status: 1 when someone needs a person, else 0."""
+    failed = 0
     for result in results:
-        if result.get("error"):
-            print(f"{result['student']}: the grader failed: {result['error']}", file=sys.stderr)
-    print(f"graded {len(results)} student(s); the scores: `python -m autograder export {assignment}`")
+        problems = [result["error"]] if result.get("error") else []
+        problems += [
+            f"{nb['notebook']}: {nb['reason']}" for nb in result["notebooks"] if nb["status"] != "graded"
+        ]
+        for problem in problems:
+            print(f"could not grade {printable(result['student'])}: {student_text(problem)}", file=sys.stderr)
+        failed += bool(problems)
+    print(f"graded {len(results) - failed} student(s)" + (f", could not grade {failed}" if failed else "")
+          + f"; the scores: `python -m autograder export {assignment}`")  # fmt: skip
+    return 1 if failed else 0

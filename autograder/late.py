@@ -47,18 +47,22 @@ class PenaltyPerHour(LateSubmissionPlugin):
 
 
 def read_timestamp(folder: Path) -> datetime | None:
-    """The time in a submission folder's ``timestamp.txt`` (UTC), None without one; a file nbgrader cannot read
-    is a clear error."""
+    """The time in a submission folder's ``timestamp.txt`` (UTC), None without one; ValueError, saying what to
+    write there, for one that cannot be read as a time (not a file, unreadable, not text, too long, no time)."""
     path = folder / TIMESTAMP
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return None
-    text = path.read_text().strip()
     try:
+        if path.is_symlink() or not path.is_file():
+            raise ValueError("it is not a file")
+        with open(path, "rb") as f:
+            text = f.read(200).decode("utf-8").strip()
         return aware(parse_utc(text))
-    except (ValueError, OverflowError) as err:
-        raise SystemExit(
-            f"{path} holds {text[:60]!r}, not a time: write one such as '2026-10-05 23:59:00 UTC'"
-        ) from err
+    except (ValueError, OverflowError, OSError) as err:
+        raise ValueError(
+            f"submitted/{folder.parent.name}/{folder.name}/{TIMESTAMP} cannot be read as a time "
+            f"({type(err).__name__}: {str(err)[:80]}): write one such as '2026-10-05 23:59:00 UTC' there"
+        ) from None
 
 
 def write_timestamp(folder: Path, when: datetime) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,11 +46,11 @@ class Entry:
 
 
 def _words(text: str) -> str:
-    return "_".join(re.findall(r"\w+", text.casefold())).strip("_")
+    return "_".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold()))
 
 
 def _squashed(text: str) -> str:
-    return "".join(re.findall(r"[^\W_]+", text.casefold()))
+    return "".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold()))
 
 
 def read_layout(root: Path) -> list[Entry]:
@@ -110,28 +111,58 @@ def read_roster(path: Path | None) -> list[dict]:
     return rows
 
 
-def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str], list[str]]:
-    """entry index -> student id, and a line for each id made from a name (no roster row matched)."""
+def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str], dict[int, str], list[str]]:
+    """entry index -> student id; entry index -> why it gets none (it is not imported); a line for each id made
+    from a name (no roster row matched).
+
+    Refused, naming both, so that nothing is overwritten: an entry whose name fits more than one roster student, two
+    entries that come to one id (two participants of one name), an id made from a name that a roster student
+    other than this one already has; and an id that is not valid (``course.student_id_problem``)."""
+    from autograder.course import student_id_problem
+
     by_user = {r.get("lms_id", "").strip(): r["id"] for r in roster if r.get("lms_id", "").strip()}
-    by_name: dict[str, str] = {}
+    by_name: dict[str, set[str]] = {}
     for r in roster:
         first, last = r.get("first_name", "").strip(), r.get("last_name", "").strip()
         if first or last:
-            by_name.setdefault(_squashed(last + first), r["id"])  # Canvas: "Last, First" squashed
-            by_name.setdefault(_words(f"{first} {last}"), r["id"])  # Moodle: "First Last"
-            by_name.setdefault(_words(f"{last} {first}"), r["id"])
-    ids, made, taken = {}, [], set()
+            for key in {_squashed(last + first), _words(f"{first} {last}"), _words(f"{last} {first}")}:
+                by_name.setdefault(key, set()).add(
+                    r["id"]
+                )  # Canvas: "Last, First" squashed; Moodle: "First Last"
+    roster_ids = {r["id"] for r in roster}
+    ids, refused, made = {}, {}, []
     for i, entry in enumerate(entries):
         key = _squashed(entry.name) if entry.lms == "Canvas" else _words(entry.name)
-        found = (by_user.get(entry.user) if entry.lms == "Canvas" else None) or by_name.get(key)
+        who = f"{entry.name!r} ({entry.lms} {entry.user})"
+        found = by_user.get(entry.user) if entry.lms == "Canvas" else None
+        named = by_name.get(key, set())
+        if found is None and len(named) > 1:
+            refused[i] = f"{who} fits more than one roster student ({', '.join(sorted(named))})"
+            continue
+        found = found or next(iter(named), None)
         if found is None:
             found = key or f"{entry.lms.lower()}_{entry.user}"
-            if found in taken:  # two students of one name
-                found = f"{found}_{entry.user}"
+            if found in roster_ids:
+                refused[i] = (
+                    f"{who} is on no roster row, and its name as id, {found!r}, is another roster student's"
+                )
+                continue
             made.append(f"{entry.name} ({entry.lms} {entry.user}) -> {found}")
+        problem = student_id_problem(found)
+        if problem is not None:
+            refused[i] = f"{who}: {problem}"
+            continue
         ids[i] = found
-        taken.add(found)
-    return ids, made
+    for i, student in list(ids.items()):
+        others = [j for j, s in ids.items() if s == student and j != i]
+        if others:
+            both = " and ".join(
+                f"{entries[j].name!r} ({entries[j].lms} {entries[j].user})" for j in [i, *others]
+            )
+            refused[i] = f"{both} both come to the student id {student!r}"
+    for i in refused:
+        ids.pop(i, None)
+    return ids, refused, made
 
 
 def notebook_name(uploaded: str, expected: set[str]) -> str:
@@ -148,12 +179,26 @@ def notebook_name(uploaded: str, expected: set[str]) -> str:
 
 def rearrange(
     entries: list[Entry], ids: dict[int, str], assignment: str, expected: set[str], out: Path
-) -> None:
-    """``out/<student>/<assignment>/<file>`` for every entry, file times kept (copy2)."""
-    for i, entry in enumerate(entries):
-        folder = out / ids[i] / assignment
+) -> dict[int, str]:
+    """``out/<student>/<assignment>/<file>`` for every entry that has an id, file times kept (copy2). Returns entry
+    index -> why it was not rearranged: two of its files would be graded under one name (which one is the work?),
+    or a file name that is not one."""
+    refused = {}
+    for i, student in ids.items():
+        entry, folder = entries[i], out / student / assignment
+        targets: dict[str, str] = {}
+        for _, uploaded in entry.files:
+            name = notebook_name(uploaded, expected)
+            if any(part in ("", ".", "..") for part in name.split("/")):
+                refused[i] = f"it holds a file named {uploaded!r}"
+            elif name in targets:
+                refused[i] = f"{targets[name]!r} and {uploaded!r} would both be graded as {name!r}"
+            targets[name] = uploaded
+        if i in refused:
+            continue
         folder.mkdir(parents=True, exist_ok=True)
         for source, uploaded in entry.files:
             target = folder / notebook_name(uploaded, expected)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    return refused

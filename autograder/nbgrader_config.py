@@ -17,7 +17,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import ClearHiddenTests, Execute
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
@@ -119,12 +119,38 @@ class StudentCellsSanitized(SanitizeHTML):
         return super().preprocess_cell(cell, resources, index)
 
 
+class HiddenTestsOfTheSource(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests on the instructor's own cells only: those whose source is the source notebook's
+    locked cell of the same grade id (nbgrader's autograde restored it). A student's text that holds a marker
+    ("BEGIN HIDDEN TESTS" in a written answer or a comment) stays as written: nbgrader's own step cut it out of
+    that student's feedback, or failed on it (no matching END) and wrote no feedback at all."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            try:
+                cells = gb.find_notebook(info["notebook"], info["assignment"]).source_cells
+            except MissingEntry:
+                cells = []
+            self.instructor = {c.name: c.source for c in cells if c.locked}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if grade_id is None or self.instructor.get(grade_id) != cell.source:
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+
 # Feedback never shows hidden-test source, nor runs what a student wrote: nbgrader's feedback template ignores
 # HTMLExporter.sanitize_html, and a `<script>` or `onerror=` in a student's markdown cell ran in the browser of
 # whoever opened the page.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "nbgrader.preprocessors.ClearHiddenTests",
+    HiddenTestsOfTheSource,
     StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

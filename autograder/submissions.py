@@ -1,7 +1,16 @@
 """``python -m autograder import``: a class's submissions, from a folder, an archive or a course site's download,
 into the course folder, each with nbgrader's ``timestamp.txt`` (late work: ``late.py``).
 
-Also ``fingerprint``: what a submission folder holds, so that a record tells the submission it graded.
+Each student is imported on their own: a submission that cannot be taken (an id that is not one or that two
+students would share, a link, a file name that is not UTF-8, a folder where the notebook should be, a damaged
+archive entry, more than ``MAX_SUBMISSION`` bytes) is that student's "could not import", with the reason, and
+their earlier submission stays as it was; everyone else is imported. The time of a submission comes from evidence
+the student does not control: ``--timestamp``, Canvas's LATE flag, the archive's entry times (a course site's
+stored copies), never a file the student uploaded: one named like the course's own (``timestamp.txt``) is left
+out, and the instructor told.
+
+Also ``fingerprint``: what a submission folder holds, so that a record tells the submission it graded, and
+``read_submission``: its files, as a grading worker is sent them.
 """
 
 from __future__ import annotations
@@ -9,53 +18,35 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import struct
+import stat
 import sys
-import tarfile
 import tempfile
-import time
-import zipfile
+import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from autograder import late, lms
-from autograder.course import assignments, course_dir, require_assignment, source_dir
+from autograder.course import assignments, require_assignment, source_dir, submission_dir
+from autograder.unpack import MAX_DEPTH, unpack
+
+MAX_SUBMISSION = (
+    32 * 2**20
+)  # bytes of one student's submission of one assignment (import, and a grading worker)
+MAX_FILES = 1000  # files and folders in one submission
+METADATA = (late.TIMESTAMP,)  # what the course writes into a submission folder: never taken from a student
+
+
+class Refused(Exception):
+    """One student's submission is not imported: the message says why, in words."""
 
 
 def _folders(folder: Path) -> list[Path]:
     """Subfolders, without hidden ones and the ``__MACOSX`` folder a Mac adds to every zip it makes."""
-    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name[:1] != "." and p.name != "__MACOSX")
-
-
-def _zip_time(info: zipfile.ZipInfo) -> float:
-    """An entry's modification time (seconds since the epoch): the extended-timestamp field's (UTC, written by
-    Info-ZIP, macOS, 7-Zip) where it has one, else the DOS time, which is the local time of whoever made the
-    zip, read as this machine's local time."""
-    extra = info.extra
-    while len(extra) >= 4:
-        tag, size = struct.unpack("<HH", extra[:4])
-        if tag == 0x5455 and size >= 5 and extra[4] & 1:
-            return float(struct.unpack("<I", extra[5:9])[0])
-        extra = extra[4 + size :]
-    return time.mktime((*info.date_time, 0, 0, -1))
-
-
-def _unpack(path: Path, into: str) -> None:
-    """A zip or tar archive into ``into``, each file with its entry's time (Python's zipfile sets none)."""
-    try:
-        if zipfile.is_zipfile(path):  # zipfile drops absolute paths and ".." and makes no links
-            with zipfile.ZipFile(path) as archive:
-                for info in archive.infolist():
-                    target = Path(archive.extract(info, into))
-                    if not info.is_dir():
-                        os.utime(target, (_zip_time(info),) * 2)
-        elif tarfile.is_tarfile(path):  # tar: no absolute paths, links out, devices; times kept
-            with tarfile.open(path) as archive:
-                archive.extractall(into, filter="data")
-        else:
-            raise SystemExit(f"cannot unpack {path}: it is not a zip or tar archive (.zip, .tar, .tar.gz)")
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, struct.error) as err:
-        raise SystemExit(f"cannot unpack {path}: {err}") from err
+    return sorted(
+        p for p in folder.iterdir()
+        if p.is_dir() and not p.is_symlink() and p.name[:1] != "." and p.name != "__MACOSX"
+    )  # fmt: skip
 
 
 def _assignment_of(entries: list[lms.Entry], assignment: str | None) -> str:
@@ -76,13 +67,11 @@ def _assignment_of(entries: list[lms.Entry], assignment: str | None) -> str:
 
 
 def _submission_time(folder: Path, late_flag: bool | None, assignment: str, given: datetime | None):
-    """When a submission came in and how that is known: ``given`` (--timestamp), its own ``timestamp.txt``
-    (nbgrader's exchange), Canvas's LATE flag, or the latest time of its files."""
+    """When a submission came in and how that is known: ``given`` (--timestamp), Canvas's LATE flag, or the
+    latest time of its files (a course site's stored copies, an archive's entry times). Never a file of the
+    submission itself (the student wrote it)."""
     if given is not None:
         return given, "--timestamp"
-    existing = late.read_timestamp(folder)
-    if existing is not None:
-        return existing, "its timestamp.txt"
     if late_flag is not None:  # Canvas: entry times are the download's
         due = late.due_date(assignment)
         if not late_flag or due is None:
@@ -91,8 +80,84 @@ def _submission_time(folder: Path, late_flag: bool | None, assignment: str, give
                 "Canvas: on time" if not late_flag else "Canvas: LATE, but the course has no due date",
             )
         return due + timedelta(seconds=1), "Canvas: LATE (time not in the download: 1 s after the due date)"
-    times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file()]
+    times = [p.lstat().st_mtime for p in folder.rglob("*") if p.is_file() and p.name not in METADATA]
     return (datetime.fromtimestamp(max(times), timezone.utc), "file times") if times else (None, "no files")
+
+
+def check_submission(source: Path, expected: set[str], damaged: dict[Path, str] | None = None) -> None:
+    """Refused unless ``source`` holds only folders and regular files, named in UTF-8, at most ``MAX_DEPTH``
+    deep, ``MAX_FILES`` of them, ``MAX_SUBMISSION`` bytes in all, none damaged in the archive, and each notebook
+    of the assignment (``expected``) it holds is a file."""
+    count, total = 0, 0
+    for folder, subfolders, files in os.walk(source):
+        depth = len(Path(folder).relative_to(source).parts)
+        for name in subfolders + files:
+            path = Path(folder) / name
+            where = f"{path.relative_to(source)}".encode("utf-8", "backslashreplace").decode()
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Refused(f"a file name that is not UTF-8 ({where!r}): rename it") from None
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise Refused(f"{where!r} is a link: send the file itself")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise Refused(f"{where!r} is not a file or folder")
+            if damaged and path in damaged:
+                raise Refused(f"{where!r} could not be unpacked from the archive: {damaged[path]}")
+            count, total = count + 1, total + (path.lstat().st_size if stat.S_ISREG(mode) else 0)
+            if depth >= MAX_DEPTH or count > MAX_FILES:
+                raise Refused(f"it holds more than {MAX_FILES} files or folders more than {MAX_DEPTH} deep")
+            if total > MAX_SUBMISSION:
+                raise Refused(
+                    f"it holds more than {MAX_SUBMISSION / 2**20:g} MiB (a submission may hold that much): ask for "
+                    "the notebooks without large outputs (Edit > Clear Outputs of All Cells, then save)"
+                )
+    for name in expected:
+        if (source / name).exists() and not (source / name).is_file():
+            raise Refused(
+                f"{name!r} is not a notebook file but {'a folder' if (source / name).is_dir() else 'something else'}"
+            )
+
+
+def _import_one(source: Path, student: str, assignment: str, when: datetime | None) -> list[str]:
+    """``source`` copied into the course as ``student``'s submission of ``assignment`` (replacing an earlier one
+    only once the copy is complete), with ``timestamp.txt`` when ``when`` is known. Returns what of it was left
+    out (files named like the course's own)."""
+    try:
+        target = submission_dir(student, assignment)
+    except ValueError as err:
+        raise Refused(str(err)) from None
+    staging = target.parent.parent / f".import-{uuid.uuid4().hex}"  # in submitted/: never taken for a student
+    left_out = [name for name in METADATA if (source / name).exists() or (source / name).is_symlink()]
+    try:
+        shutil.copytree(
+            source, staging, ignore=lambda folder, names: METADATA if Path(folder) == source else ()
+        )
+        if when is not None:
+            late.write_timestamp(staging, when)
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(exist_ok=True)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return left_out
+
+
+@dataclass
+class Imported:
+    """What an import did: the students imported, and each one it could not import (label -> why)."""
+
+    imported: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def shown(name: str) -> str:
+    """A name from a submission as a terminal or a message may show it: itself when plainly printable, else its
+    Python repr (escapes for a byte that is not UTF-8, an invisible or a control character)."""
+    return name if name.isprintable() and name.encode("utf-8", "replace").decode() == name else repr(name)
 
 
 def import_submissions(
@@ -101,22 +166,23 @@ def import_submissions(
     *,
     timestamp: datetime | None = None,
     roster: Path | None = None,
-) -> list[str]:
+) -> Imported:
     """Copy ``PATH/<student>/<assignment>/*`` (or ``PATH/<student>/*`` with ``--assignment``), or a Canvas or
     Moodle "download all submissions" archive (``lms.py``), into the course, each submission with nbgrader's
     ``timestamp.txt``.
 
-    ``PATH`` is a folder or an archive, possibly with the class inside one more folder. A student folder holds a
-    folder named after an assignment of the course (with ``assignment``: that folder, or the notebooks
-    themselves); a student's earlier submission of an assignment is replaced. The time recorded is
-    ``timestamp``, else the submission's own ``timestamp.txt``, else Canvas's LATE flag, else the latest time of
-    its files (the archive's entry times). ``roster``: a course site's students to ids (``lms.read_roster``).
-    Returns the students imported."""
+    ``PATH`` is a folder or an archive (``unpack.py``), possibly with the class inside one more folder. A student
+    folder holds a folder named after an assignment of the course (with ``assignment``: that folder, or the
+    notebooks themselves); a student's earlier submission of an assignment is replaced. The time recorded is
+    ``timestamp``, else Canvas's LATE flag, else the latest time of its files (the archive's entry times).
+    ``roster``: a course site's students to ids (``lms.read_roster``). Each student is imported or refused on
+    their own (see the module docstring); every folder or entry not imported is named on stderr."""
     if assignment is not None:
         require_assignment(assignment)
     if not path.exists():
         raise SystemExit(f"nothing to import: {path} does not exist")
     wanted = [assignment] if assignment else assignments()
+    out = Imported()
 
     def is_student(folder: Path) -> bool:
         return any((folder / a).is_dir() for a in wanted) or (
@@ -124,10 +190,13 @@ def import_submissions(
         )
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = path
+        root, damaged = path, {}
         if path.is_file():
-            _unpack(path, tmp)
-            root = Path(tmp)
+            unpacked = unpack(path, Path(tmp) / "unpacked")
+            for name, why in unpacked.left_out.items():
+                print(f"left out of {path.name}: {shown(name)}: {why}", file=sys.stderr)
+            root, damaged = Path(tmp) / "unpacked", unpacked.damaged
+            root.mkdir(exist_ok=True)
         # the class may sit in one folder of its own (an archive of the folder rather than of its contents)
         while (
             len(_folders(root)) == 1 and not is_student(_folders(root)[0]) and not any(root.glob("*.ipynb"))
@@ -139,31 +208,37 @@ def import_submissions(
             assignment = _assignment_of(entries, assignment)
             require_assignment(assignment)
             wanted = [assignment]
-            ids, made = lms.student_ids(entries, lms.read_roster(roster))
+            ids, refused, made = lms.student_ids(entries, lms.read_roster(roster))
             expected = {p.name for p in (source_dir() / assignment).glob("*.ipynb")}
+            for i in ids:
+                broken = [damaged[f] for f, _ in entries[i].files if f in damaged]
+                if broken:
+                    refused[i] = f"a file could not be unpacked from the archive: {broken[0]}"
+            ids = {i: s for i, s in ids.items() if i not in refused}
             root = Path(tmp) / "rearranged"
-            lms.rearrange(entries, ids, assignment, expected, root)
-            flags = {ids[i]: e.late for i, e in enumerate(entries)}
+            refused |= lms.rearrange(entries, ids, assignment, expected, root)
+            flags = {ids[i]: e.late for i, e in enumerate(entries) if i in ids}
+            for i, why in refused.items():
+                out.refused[f"{entries[i].name} ({entries[i].lms} {entries[i].user})"] = why
             for line in made:
                 print(f"{entries[0].lms}: no roster entry for {line} (the name as id)", file=sys.stderr)
-        students = [d for d in _folders(root) if is_student(d)]
-        if not students:
+        students = [d for d in _folders(root) if is_student(d)] if root.is_dir() else []
+        if not students and not out.refused:
             layout = (
                 f"<student>/{assignment}/*.ipynb or <student>/*.ipynb"
                 if assignment
                 else f"<student>/<assignment>/*.ipynb, <assignment> one of {', '.join(wanted) or 'none'}"
             )
-            found = ", ".join(p.name for p in sorted(root.iterdir())[:8]) or "nothing"
+            found = ", ".join(shown(p.name) for p in sorted(root.iterdir())[:8]) or "nothing"
             raise SystemExit(
                 f"no student folders in {path}: expected {layout}, or a Canvas or Moodle download (found: {found})"
             )
-        skipped = [d.name for d in _folders(root) if not is_student(d)]
+        skipped = [shown(d.name) for d in _folders(root) if not is_student(d)]
         if skipped:
             what = f"no {assignment} folder or notebook" if assignment else "no assignment folder"
             print(f"skipped, {what} inside: {', '.join(skipped)}", file=sys.stderr)
-        by_case: dict[str, list[str]] = {}
         for student_dir in students:
-            by_case.setdefault(student_dir.name.casefold(), []).append(student_dir.name)
+            student = student_dir.name
             for a in wanted:
                 source = (
                     student_dir / a
@@ -174,12 +249,24 @@ def import_submissions(
                 )
                 if source is None:
                     continue
-                target = course_dir() / "submitted" / student_dir.name / a
-                when, how = _submission_time(source, flags.get(student_dir.name), a, timestamp)
-                _copy_submission(source, target)
-                if when is not None:
-                    late.write_timestamp(target, when)
-                _say_when(student_dir.name, a, when, how)
+                expected = {p.name for p in (source_dir() / a).glob("*.ipynb")}
+                try:
+                    check_submission(source, expected, damaged)
+                    when, how = _submission_time(source, flags.get(student), a, timestamp)
+                    for name in _import_one(source, student, a, when):
+                        print(f"{shown(student)}/{a}: its own {name} was left out (the course records the time: "
+                              f"{how})", file=sys.stderr)  # fmt: skip
+                except (Refused, OSError) as err:
+                    out.refused[f"{shown(student)}/{a}"] = (
+                        str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {err}"
+                    )
+                    continue
+                _say_when(student, a, when, how)
+                if student not in out.imported:
+                    out.imported.append(student)
+        by_case: dict[str, list[str]] = {}
+        for student in out.imported:
+            by_case.setdefault(student.casefold(), []).append(student)
         for names in by_case.values():
             if len(names) > 1:
                 print(
@@ -187,7 +274,12 @@ def import_submissions(
                     "case-insensitive file system (macOS, Windows); check they are not the same student",
                     file=sys.stderr,
                 )
-    return [d.name for d in students]
+    for label, why in out.refused.items():
+        print(
+            f"could not import {label}: {why}; nothing of it imported (an earlier submission stays)",
+            file=sys.stderr,
+        )
+    return out
 
 
 def _say_when(student: str, assignment: str, when: datetime | None, how: str) -> None:
@@ -202,37 +294,43 @@ def _say_when(student: str, assignment: str, when: datetime | None, how: str) ->
               f"submitted/{student}/{assignment}/{late.TIMESTAMP}, then grade that student again", file=sys.stderr)  # fmt: skip
 
 
-def _copy_submission(source: Path, target: Path) -> None:
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target, symlinks=True)
+def _files(folder: Path) -> list[Path]:
+    """The regular files under ``folder`` (links neither followed nor listed), sorted by their names' bytes."""
+    return sorted(
+        (p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: os.fsencode(p)
+    )
 
 
 def fingerprint(folder: Path) -> str:
-    """What a submission folder holds (its files' names and contents): export tells from it a submission
-    imported again after it was graded."""
+    """What a submission folder holds (its files' names, as bytes, and contents): export tells from it a
+    submission imported again after it was graded. OSError for a file that cannot be read."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode())
+    for path in _files(folder):
+        digest.update(os.fsencode(path.relative_to(folder)) + f"\0{path.stat().st_size}\0".encode())
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
 
 
-MAX_SUBMISSION = 256 * 2**20  # bytes of one student's submission of one assignment sent to a grading worker
-
-
 def read_submission(folder: Path, limit: int = MAX_SUBMISSION) -> dict[str, bytes]:
     """The files of a submission folder (path relative to it -> bytes), what a grading worker is sent: regular
-    files only (a link would point outside the worker's copy), at most ``limit`` bytes in all."""
+    files only (a link would point outside the worker's copy), named in UTF-8, at most ``limit`` bytes in all;
+    ValueError otherwise, saying what to do."""
     files, total = {}, 0
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+    for path in _files(folder):
+        name = path.relative_to(folder).as_posix()
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"the submission holds a file name that is not UTF-8 ({name!r}): rename it"
+            ) from None
         total += path.stat().st_size
         if total > limit:
             raise ValueError(
                 f"the submission holds more than {limit / 2**20:g} MiB, more than a grading worker is sent: "
                 "remove what the notebooks do not need from it"
             )
-        files[path.relative_to(folder).as_posix()] = path.read_bytes()
+        files[name] = path.read_bytes()
     return files

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -51,3 +54,26 @@ def gradebook_copy(course: Path, empty: Path) -> Gradebook:
         course.mkdir(parents=True, exist_ok=True)
         shutil.copy(empty, course / "gradebook.db")
     return Gradebook(f"sqlite:///{course / 'gradebook.db'}")
+
+
+FORMULA_START = re.compile(r"""[\s"]*[=+\-@\uff1d\uff0b\uff0d\uff20]""")
+
+
+def assert_safe_csv(path: Path) -> list[list[str]]:
+    """The CSV at ``path`` opens in Python's csv with its default field limit, every field fits a spreadsheet cell
+    and is quoted, and no cell that a separator of any common locale could start, quotes read or not, begins like
+    a formula. Returns its rows."""
+    with open(path, newline="") as f:
+        text = f.read()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows and all(len(row) == len(rows[0]) for row in rows)
+    assert max(len(field) for row in rows for field in row) <= 32_767
+    again = io.StringIO()
+    csv.writer(again, quoting=csv.QUOTE_ALL).writerows(rows)
+    assert again.getvalue() == text  # every field quoted
+    for separator in [",", ";", "\t", "|"]:
+        for row in csv.reader(io.StringIO(text), delimiter=separator):
+            assert not [cell for cell in row if FORMULA_START.match(cell)], separator
+        for line in re.split("[\r\n]", text):  # a reader that ignores quotes
+            assert not [cell for cell in line.split(separator) if FORMULA_START.match(cell)], separator
+    return rows

@@ -2,33 +2,56 @@
 
 from __future__ import annotations
 
-import csv
 import json
 
 import nbformat
 import pytest
-from course_helpers import REPO, gradebook_copy
+from course_helpers import REPO, assert_safe_csv, gradebook_copy
 
-from autograder.export import export, print_table
+from autograder import cli
+from autograder.export import export
 from autograder.submissions import fingerprint
 
+# what a student controls and an export shows: an id, a notebook's name, a message the child sends back
+PAYLOADS = [
+    '=HYPERLINK("http://x","y")', "@SUM(A1)", "+1+2", "-2+3", "\t=1", "\r=1",
+    "see notes;=40+2", "a,=1", "a|=1", "a\t=1", "a\n=1", "a\r\n@1", "a\r+1", "a\u2028=1", "a\x85=1",
+    'a;"=1', "a; =1", 'a," -1', "a;\u00a0=1", "a;＝1", "a|＠1", "a,＋1", "a;－1", "a\x00;=1", "\x1b[2Jfake",
+    "a\u202e;=1", "=" * 40_000, "E;" * 100_000,
+]  # fmt: skip
 
-def test_export_keeps_formulas_out_of_spreadsheets_and_escapes_out_of_the_terminal(
+
+def test_no_field_of_the_export_reads_as_a_formula_under_any_separator_and_the_csv_opens_anywhere(
     tmp_path, monkeypatch, capsys, empty_gradebook
 ):
+    """A message `see notes;=40+2` was exported unquoted: read with `;` as the separator (German and French
+    locales), a cell was `=40+2`. Only a leading = + - @ of a whole field was neutralised, and a 60 MB field
+    opened neither in a spreadsheet (32,767 characters) nor in Python's csv (131,072)."""
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
     gradebook_copy(tmp_path, empty_gradebook).close()
     records = tmp_path / "records" / "01_order"
     records.mkdir(parents=True)
-    nb = {"notebook": "a1.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
-          "problems": ["cell 2 raised \x1b[2Jfake"]}  # fmt: skip
-    for student in ['=HYPERLINK("http://x","y")', "@SUM(A1)", "bob"]:
-        (records / f"{len(student)}.json").write_text(json.dumps({"student": student, "notebooks": [nb]}))
-    print_table(export("01_order", tmp_path / "new folder" / "out.csv"))  # a folder made for it
-    with open(tmp_path / "new folder" / "out.csv") as f:
-        students = sorted(row["student"] for row in csv.DictReader(f))
-    assert students == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "bob"]
+    for i, payload in enumerate(PAYLOADS):
+        nb = {"notebook": payload, "score": 1.0, "max_score": 2.0, "status": "graded", "reason": payload,
+              "problems": [payload]}  # fmt: skip
+        (records / f"s{i}.json").write_text(json.dumps({"student": payload, "notebooks": [nb]}))
+    (records / "big.json").write_text(
+        json.dumps({"student": "big", "notebooks": [{**nb, "reason": "x" * 6 * 10**7}]})
+    )
+    cli.main(
+        ["export", "01_order", "--csv", str(tmp_path / "new folder" / "out.csv")]
+    )  # a folder made for it
+    rows = assert_safe_csv(tmp_path / "new folder" / "out.csv")
+    assert len(rows) == len(PAYLOADS) + 2
     assert "\x1b" not in capsys.readouterr().out
+    by_student = {row[0]: row for row in rows[1:]}
+    # what was safe stays as it was; the rest is readable, with an apostrophe where a cell could start
+    assert by_student["see notes;'=40+2"][-1] == "see notes;'=40+2"
+    formula = '\'=HYPERLINK("http://x","y")'
+    assert by_student[formula][1] == formula
+    assert len(by_student["big"][-1]) <= 32_000 and by_student["big"][-1].endswith(
+        "[...: the record holds the rest]"
+    )
 
 
 def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded_before_it_changed(

@@ -77,7 +77,7 @@ def test_a_late_submission_loses_the_configured_penalty_of_its_score_of_record(
     home, released = course_with_due_date
     late_by = timedelta(hours=25, minutes=30)
     archive = _tar_of(tmp_path, released, {"ontime": DUE - timedelta(minutes=1), "tardy": DUE + late_by})
-    assert import_submissions(archive) == ["ontime", "tardy"]
+    assert import_submissions(archive).imported == ["ontime", "tardy"]
     for student, when in [("ontime", DUE - timedelta(minutes=1)), ("tardy", DUE + late_by)]:
         folder = home / "submitted" / student / "positions"
         assert read_timestamp(folder) == when  # nbgrader's timestamp.txt, from the archive's entry time
@@ -120,11 +120,19 @@ def test_the_penalty_per_started_hour_and_zero_from_72_hours(hours, score, expec
     assert penalty == (None if expected is None else pytest.approx(expected))
 
 
-def test_a_timestamp_file_that_cannot_be_read_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path / "course"))
-    folder = tmp_path / "class" / "sam" / "02_absolute"
+@pytest.mark.parametrize(
+    "content", [b"yesterday-ish", b"", b"\xff\xfe2026-10-05", b"2026-10-05 " + b"9" * 10_000, "dir", "link"]
+)
+def test_a_timestamp_file_that_cannot_be_read_is_a_clear_error_for_that_submission(tmp_path, content):
+    """nbgrader's exchange (or a person) left a timestamp.txt that is no time: a SystemExit from read_timestamp
+    ended `import`, `autograde` and `export` for the whole class."""
+    folder = tmp_path / "submitted" / "sam" / "02_absolute"
     folder.mkdir(parents=True)
-    (folder / "02_absolute.ipynb").write_text("{}")
-    (folder / "timestamp.txt").write_text("yesterday-ish")
-    with pytest.raises(SystemExit, match="holds 'yesterday-ish', not a time"):
-        import_submissions(tmp_path / "class")
+    if content == "dir":
+        (folder / "timestamp.txt").mkdir()
+    elif content == "link":
+        (folder / "timestamp.txt").symlink_to("/etc/hostname")
+    else:
+        (folder / "timestamp.txt").write_bytes(content)
+    with pytest.raises(ValueError, match="submitted/sam/02_absolute/timestamp.txt cannot be read as a time"):
+        read_timestamp(folder)

@@ -41,12 +41,12 @@ def test_import_finds_the_class_however_the_archive_is_laid_out(tmp_path, monkey
         ([f"class/carol/{nb}", "class/notes/todo.ipynb", f"__MACOSX/class/carol/{nb}"], None),  # a Mac's zip
     ]:
         shutil.rmtree(course, ignore_errors=True)
-        assert import_submissions(_archive(tmp_path, files), assignment) == ["carol"], files
+        assert import_submissions(_archive(tmp_path, files), assignment).imported == ["carol"], files
         assert _submitted(course) == [f"carol/{nb}"], files
     assert "skipped, no assignment folder inside: notes" in capsys.readouterr().err
     # both of a student's assignments at once; a student id twice, in different case, is pointed out
     files = [f"alice/{nb}", "alice/04_rope/04_rope.ipynb", f"Alice/{nb}", f"bob/{nb}"]
-    assert import_submissions(_archive(tmp_path, files, "gztar")) == ["Alice", "alice", "bob"]
+    assert import_submissions(_archive(tmp_path, files, "gztar")).imported == ["Alice", "alice", "bob"]
     assert _submitted(course) == [
         f"Alice/{nb}", f"alice/{nb}", "alice/04_rope/04_rope.ipynb", f"bob/{nb}", f"carol/{nb}"
     ]  # fmt: skip
@@ -104,7 +104,7 @@ def test_import_takes_a_canvas_download_as_it_comes(tmp_path, monkeypatch, capsy
         "weili_LATE_777_67892_02_absolute-1.ipynb": (2026, 11, 1, 9, 0, 0),  # by name; uploaded twice
         "doejohn_LATE_999_67893_02_absolute.ipynb": (2026, 11, 1, 9, 0, 0),  # not on the roster
     })  # fmt: skip
-    assert import_submissions(download, roster=roster) == ["doejohn", "s1001", "s1002"]
+    assert import_submissions(download, roster=roster).imported == ["doejohn", "s1001", "s1002"]
     assert _submitted(course) == [f"{s}/02_absolute/02_absolute.ipynb" for s in ("doejohn", "s1001", "s1002")]
     err = capsys.readouterr().err
     assert "no roster entry for doejohn (Canvas 999) -> doejohn (the name as id)" in err
@@ -125,7 +125,7 @@ def test_import_takes_a_moodle_download_as_it_comes(tmp_path, monkeypatch, capsy
         "Jane Smith_123456_assignsubmission_onlinetext_/onlinetext.html": (2026, 10, 5, 20, 0, 0),
         "Anna-Lena Müller_123457_assignsubmission_file_02_absolute (1).ipynb": (2026, 10, 6, 23, 30, 0),
     })  # fmt: skip
-    assert import_submissions(download, "02_absolute") == ["anna_lena_müller", "jane_smith"]
+    assert import_submissions(download, "02_absolute").imported == ["anna_lena_müller", "jane_smith"]
     assert _submitted(course) == [
         "anna_lena_müller/02_absolute/02_absolute.ipynb", "jane_smith/02_absolute/02_absolute.ipynb"
     ]  # fmt: skip
