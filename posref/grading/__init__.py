@@ -8,8 +8,8 @@ The package shows its three concerns in its folders, over a shared vocabulary at
 
 - ``cases``, ``report``, ``rules`` (and ``rope_cases``): how cases are drawn, how a difference is reported and
   hinted, which imports a graded cell may not use. Every other part of grading builds on these.
-- ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` 04,
-  ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
+- ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` and
+  ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
 - ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and
   every speed check, declared one way (a ``SpeedCheck``) in a module named after its notebook's checkers.
 - ``child/``: the score of record's child process (``remote``, ``plain_data``, ``forkserver``, ``processes``,
@@ -29,6 +29,7 @@ Writing a checker for a new function takes a case list and one call::
 
 from posref.grading.cases import Draw, Probe, resolve_device
 from posref.grading.checks.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
+from posref.grading.checks.derivation import check_rotations_from_step
 from posref.grading.checks.lab import (
     check_alibi_handler,
     check_causal_mean,
@@ -110,6 +111,7 @@ __all__ = [
     "check_rope_handler",
     "check_rope_handler_attention_speed",
     "check_rope_scores",
+    "check_rotations_from_step",
     "check_scaled_dot_product_attention_speed",
     "check_score_by_distance",
     "check_shift_matrix",
