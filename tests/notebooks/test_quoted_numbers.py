@@ -38,7 +38,7 @@ QUOTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "q_alibi_not_nope": ("alibi-equivariance", ("1.22",)),
         "q_missing_clip": (
             "cell-18",
-            ("0 offsets in the wrong bucket", "29", "768 offsets", "35"),
+            ("0 offsets in the wrong bucket", "29", "768 offsets", "35", "bucket 17"),
         ),
     },
     "04_rope": {
