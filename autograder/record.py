@@ -339,8 +339,8 @@ def _bounded(record: Record) -> Record:
 
 def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker: str, fn: str) -> str:
     """'' unless the answer cell that defines ``fn`` (every answer cell, when none does) makes a call the rules
-    forbid for ``checker`` (``posref.grading.rules``); then the check's message, without running it. Read here,
-    on the cell's source: nothing in the child can change it."""
+    forbid for ``checker`` (``posref.grading.rules``), or is too deep for the grader to parse; then the check's
+    message, without running it. Read here, on the cell's source: nothing in the child can change it."""
     answers = [(i, src) for i, src in program if i in answer_cells]
     defining = [(i, src) for i, src in answers if rules.binds(src, fn)] or answers
     for index, source in defining:
@@ -352,14 +352,28 @@ def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker
 
 
 def _run_check(children: _Children, name: str, fn: str) -> str:
-    """'' if the check passes, else what the student should read."""
+    """'' if the check passes, else what the student should read. The child watches what the function runs on the
+    checker's cases (``posref.grading.watch``): what it reports as run that the rules forbid costs the check,
+    whatever else happened (a report is taken as given: it can only cost the student)."""
     if children.out_of_time:
         return children.out_of_time
     child = children.get()
     if fn not in child.names:
         return f"{fn} is not defined: the cell that defines it did not run or does not define it"
+    remote = RemoteFunction(child, fn, watch=name)
+    try:
+        message = _outcome(children, child, remote, name, fn)
+    except Exception:
+        if not remote.ran:
+            raise
+        message = ""
+    if remote.ran:
+        return rules.broken_rule_message(fn, rules.ran_problem(name, remote.ran))
+    return message
+
+
+def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: str, fn: str) -> str:
     check = getattr(checkers, name)
-    remote = RemoteFunction(child, fn)
     try:
         if name.endswith("_speed"):
             path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")

@@ -2,14 +2,20 @@
 
 Hidden cases are drawn from a seed taken from ``os.urandom`` when the check runs, so knowing the (public)
 test source does not tell anyone which inputs will be used. The seed is quoted in a failure message so that
-a failing case can be reproduced with ``Draw(hidden=True, seed=...)``.
+a failing case can be reproduced with ``Draw(hidden=True, seed=...)`` (or a whole check, with ``hidden_seed``).
+
+Random draws alone miss a class of cases now and then (all of 16 shifts ``k >= 0`` one draw in 20), so each checker
+draws its classes on purpose (``Draw.cover``: every sign, direction, layout, dtype... at least once) and randomizes
+within them.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 import torch
@@ -20,6 +26,18 @@ from posref.attention import scaled_dot_product_attention
 T = TypeVar("T")
 
 VISIBLE_SEED = 0
+_HIDDEN_SEED: ContextVar[int | None] = ContextVar("hidden_seed", default=None)
+
+
+@contextmanager
+def hidden_seed(seed: int) -> Iterator[None]:
+    """Hidden cases drawn in the block come from ``seed`` instead of ``os.urandom``: a whole check reproduced (the
+    seed its failure message quotes), or a test made deterministic."""
+    token = _HIDDEN_SEED.set(seed)
+    try:
+        yield
+    finally:
+        _HIDDEN_SEED.reset(token)
 
 
 def resolve_device(device: torch.device | str | None) -> torch.device:
@@ -36,6 +54,8 @@ class Draw:
         self, *, hidden: bool, device: torch.device | str | None = None, seed: int | None = None
     ) -> None:
         self.hidden = hidden
+        if seed is None and hidden:
+            seed = _HIDDEN_SEED.get()
         if seed is None:
             seed = int.from_bytes(os.urandom(6), "little") if hidden else VISIBLE_SEED
         self.seed = seed
@@ -69,6 +89,22 @@ class Draw:
 
     def choice(self, options: Sequence[T]) -> T:
         return self._rng.choice(list(options))
+
+    def cover(self, n: int, **axes: Sequence) -> list[dict]:
+        """``n`` cases' choices, one option of each axis per case, in which every option of every axis appears:
+        each axis's options once each, then random ones, shuffled (so where each option falls, and which options
+        meet, are drawn too). E.g. ``cover(30, layout=("half", "interleaved"), dtype=(f32, f16, bf16))``."""
+        longest = max((len(options) for options in axes.values()), default=0)
+        if n < longest:
+            raise ValueError(
+                f"cover needs at least {longest} cases for an axis of {longest} options, got {n}"
+            )
+        columns = {}
+        for name, options in axes.items():
+            column = list(options) + [self.choice(options) for _ in range(n - len(options))]
+            self._rng.shuffle(column)
+            columns[name] = column
+        return [{name: column[i] for name, column in columns.items()} for i in range(n)]
 
     def uniform(self, low: float, high: float) -> float:
         return self._rng.uniform(low, high)

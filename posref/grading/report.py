@@ -175,6 +175,12 @@ def same_values(before: torch.Tensor, after: torch.Tensor) -> bool:
     return bool(equal.all())
 
 
+def raised_a(err: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``err`` is a ``kind`` (an ``IndexError``...), raised here or, as a ``StudentError``'s classes say, in
+    the child."""
+    return isinstance(err, kind) or kind.__name__ in getattr(err, "types", ())
+
+
 def error_text(err: BaseException) -> str:
     """``TypeName: message``, or the type's name alone for an exception without a message."""
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
@@ -363,6 +369,7 @@ def first_difference(
     accept: Callable[..., Sequence[Any]] | None = None,
     seed: int | None = None,
     elementwise_in: tuple[int, str] | None = None,
+    error_hint: Callable[[Case, BaseException], str | None] | None = None,
 ) -> None:
     """Raise ``CheckFailed`` on the first case where ``fn`` differs from ``reference``; return None if none does.
 
@@ -375,6 +382,8 @@ def first_difference(
         seed: the seed the cases were drawn from, quoted so that a failing hidden case can be reproduced.
         elementwise_in: (position, name) of the argument the output is elementwise in: a failure quotes its
             value where the largest error is.
+        error_hint: ``error_hint(case, err)`` -> the hint for the error the student's function raised on that case
+            (a known mistake that raises, e.g. indexing the batch dimension), or None.
     """
     for i, case in enumerate(cases):
         expected = call(reference, case)
@@ -390,8 +399,11 @@ def first_difference(
                 did == "raised NotImplementedError"
             ):  # a bare stub (the course's stubs say what to do themselves)
                 did += "\n  (the answer cell still holds the stub: replace its `raise NotImplementedError(...)` line with your code)"
+            hint = error_hint(case, err) if error_hint is not None else None
             raise CheckFailed(
-                _header(name, case, i, len(cases), seed, what="fails") + f"\n  your function {did}"
+                _header(name, case, i, len(cases), seed, what="fails")
+                + f"\n  your function {did}"
+                + (f"\n  hint: {hint}" if hint else "")
             ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
@@ -466,12 +478,13 @@ def _header(
 
 
 class StudentError(Exception):
-    """The student's function raised (the message is the child's ``TypeName: message`` text), or, with
-    ``raised=False``, did something the grader refuses (the message says what it did: "returned ...")."""
+    """The student's function raised (the message is the child's ``TypeName: message`` text, ``types`` the names of
+    its exception's classes, most derived first), or, with ``raised=False``, did something the grader refuses (the
+    message says what it did: "returned ...")."""
 
-    def __init__(self, message: str, *, raised: bool = True) -> None:
+    def __init__(self, message: str, *, raised: bool = True, types: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.raised = raised
+        self.raised, self.types = raised, types
 
     @property
     def reported_as(self) -> str:

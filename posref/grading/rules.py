@@ -5,12 +5,17 @@ function (the reference it is compared with) or of what the function is built fr
 text forbids (``scaled_dot_product_attention`` in 01's ``attention``). Calling posref for what is not graded
 (loading a checkpoint, drawing a plot) stays allowed.
 
-The search reads source code (``ast``), so it finds the one-line call: ``posref.apply_rope(...)``,
-``posref.rope.apply_rope``, ``import posref as p; p.apply_rope``, ``from posref import apply_rope as ref``,
-``F.scaled_dot_product_attention``. Code copied out of posref, or a name spelled out in a string for
-``getattr``, is the honour code's business. The score of record runs the search in the grader on the answer
-cell's source (``forbidden_call``), where the student's code cannot switch it off; the checkers run it in the
-notebook on the function's own source (``enforce_rules``), as feedback.
+Two searches apply each rule. Reading the source (``ast``) finds the one-line call early, with a friendly message:
+``posref.apply_rope(...)``, ``posref.rope.apply_rope``, ``import posref as p; p.apply_rope``, ``from posref import
+apply_rope as ref``, ``F.scaled_dot_product_attention``. Watching what runs (``posref.grading.watch``) finds the
+rest, however it was reached (a star import, a name in a string, a private helper, a method, a subclass), while the
+function runs its correctness cases. The score of record reads the answer cell's source in the grader
+(``find_forbidden``) and watches in the child where the student's code runs, whose report of what ran costs the
+function's cells (``ran_problem``); in the notebook the checkers do both on the function itself (``enforce_rules``),
+as feedback. Code copied out of posref under another name is the honour code's business.
+
+Source the grader cannot parse (a 100,000-term sum is too deep for Python's parser) is the submission's: the
+function it would define earns nothing, with the reason (``UNREADABLE``), and the other answers are graded as usual.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import functools
 import inspect
 import sys
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from posref.grading import watch
 from posref.grading.report import CheckFailed
 
 REFERENCE = "posref's own implementation of what this cell grades"
@@ -32,10 +38,13 @@ REFERENCE = "posref's own implementation of what this cell grades"
 @dataclass(frozen=True)
 class Rule:
     """``posref``: names of posref (any module of it) the answer may not use; ``anywhere``: attribute names it may
-    not use whatever they belong to, with the reason the exercise gives."""
+    not use whatever they belong to, with the reason the exercise gives; ``harness``: those of ``posref`` that the
+    checker's own harness runs around the student's function (08's ``run_drop`` builds the model it hands to
+    ``drop``), forbidden in the answer's source but not watched when they run."""
 
     posref: tuple[str, ...]
     anywhere: dict[str, str] = field(default_factory=dict)
+    harness: tuple[str, ...] = ()
 
 
 _SDPA = (
@@ -89,7 +98,10 @@ RULES: dict[str, Rule] = {
     ),
     "check_nope_handler": Rule(("NoPE", "make_position_handler", "with_positions")),
     # 08's drop and the NoPEHandler pasted in from 06 that it uses (that cell has no test of its own there)
-    "check_drop": Rule(("with_positions", "run_drop", "NoPE", "make_position_handler")),
+    "check_drop": Rule(
+        ("with_positions", "run_drop", "NoPE", "make_position_handler"),
+        harness=("run_drop", "make_position_handler"),
+    ),
     "check_causal_mean": Rule(("scaled_dot_product_attention", "attention_scores")),
     "check_frequencies": Rule(_FREQUENCIES),
     "check_rope_frequencies_linear": Rule(_FREQUENCIES),
@@ -126,18 +138,44 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+UNREADABLE = (
+    "cannot be read by the grader ({error} while parsing it: an expression nested too deeply for Python's parser, "
+    "such as a sum of thousands of terms written out; build it with a loop or sum() instead)"
+)
+
+
+def _parse(source: str) -> ast.Module | None:
+    """``source``'s tree; None if it is not Python (nothing to find in it: running it fails on its own). Raises
+    ``RecursionError``/``MemoryError`` where the parser gives up on source nested too deeply."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def _tree(source: str) -> ast.Module | None:
+    """``source``'s tree, or None for source that does not parse or is too deep to."""
+    try:
+        return _parse(source)
+    except (RecursionError, MemoryError):
+        return None
+
+
 def find_forbidden(checker: str, source: str, context: Iterable[str] = ()) -> str | None:
     """The first forbidden use in ``source`` for ``checker``'s rule, in words ("calls posref.apply_rope, which is
     ..."), or None. ``context``: the sources of the other cells that run before (their imports name posref's
-    modules too). Source that does not parse has nothing to find."""
+    modules too; one too deep to parse is left out). Source that does not parse has nothing to find; source too
+    deep for the parser is a problem of its own (``UNREADABLE``)."""
     rule = RULES.get(checker)
     if rule is None:
         return None
     try:
-        tree = ast.parse(source)
-        others = [ast.parse(s) for s in context]
-    except SyntaxError:
+        tree = _parse(source)
+    except (RecursionError, MemoryError) as err:
+        return UNREADABLE.format(error=type(err).__name__)
+    if tree is None:
         return None
+    others = [t for t in map(_tree, context) if t is not None]
     aliases = _posref_aliases([tree, *others])
     # posref's forbidden names imported by another cell, under any name that no cell defines again
     imported = {
@@ -177,10 +215,10 @@ def find_forbidden(checker: str, source: str, context: Iterable[str] = ()) -> st
 
 
 def binds(source: str, name: str) -> bool:
-    """Whether ``source`` defines ``name`` at its top level (``def``, an assignment or an import)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    """Whether ``source`` defines ``name`` at its top level (``def``, an assignment or an import); False for source
+    that does not parse or is too deep to (then what it defines is unknown)."""
+    tree = _tree(source)
+    if tree is None:
         return False
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
@@ -196,10 +234,34 @@ def binds(source: str, name: str) -> bool:
 
 
 def broken_rule_message(function: str, problem: str) -> str:
+    if problem.startswith("cannot be read"):  # UNREADABLE: the grader cannot tell what the cell defines
+        return f"{function} earns nothing here: the answer cell that defines it {problem}."
     return (
         f"{function} earns nothing here: its answer {problem}. The notebook's rules for answers list the calls an "
         f"answer may not make; write the computation yourself."
     )
+
+
+def watch_target(checker: str) -> watch.Target | None:
+    """What ``checker``'s rule forbids to run (``posref.grading.watch``); None for a checker without a rule."""
+    rule = RULES.get(checker)
+    return None if rule is None else watch.target(rule.posref, tuple(rule.anywhere), rule.harness)
+
+
+def ran_problem(checker: str, ran: Sequence[str]) -> str:
+    """What a function did, in words, when ``ran`` (names reported by ``posref.grading.watch``) ran while it was
+    checked under ``checker``'s rule: the first name with its reason, and any others."""
+    first, others = ran[0], [n for n in ran[1:] if n != watch.BLINDED]
+    rule = RULES.get(checker, Rule(()))
+    if first == watch.BLINDED or first.startswith(("sys.", "threading.")):
+        why = f"switched off {watch.BLINDED.removesuffix(' (switched off)')} ({first}), which no answer needs"
+    else:
+        torch_name = first.removeprefix("torch's ")
+        reason = rule.anywhere.get(torch_name, REFERENCE) if first.startswith("torch's ") else REFERENCE
+        sep = ": " if first.startswith("torch's ") and torch_name in rule.anywhere else ", which is "
+        why = f"ran {first} while it was checked{sep}{reason}"
+    more = f" (it also ran {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
+    return why + more
 
 
 def _own_problem(checker: str, fn: Any) -> str | None:
@@ -224,17 +286,54 @@ def _own_problem(checker: str, fn: Any) -> str | None:
     return find_forbidden(checker, textwrap.dedent(source))
 
 
+def watched(checker: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run under ``checker``'s watch (``posref.grading.watch``): a call during which forbidden code ran
+    fails the check with what ran, whatever the call returned or raised."""
+    forbidden = watch_target(checker)
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        error = None
+        with watch.watching(forbidden) as ran:
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as err:  # reported below unless forbidden code ran first
+                error = err
+        if ran:
+            raise CheckFailed(broken_rule_message(fn.__name__, ran_problem(checker, ran))) from error
+        if error is not None:
+            raise error
+        return result
+
+    return run
+
+
 def enforce_rules(checker: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a ``check_<name>`` so that, called from a notebook (code run as ``__main__``), a function that
-    breaks the rule fails the check with the reason. Elsewhere the rule is not applied here: the course's tests
-    pass posref's own functions to show that they pass, and the grader reads the answer cell's source itself."""
+    breaks the rule fails the check with the reason: what its source names, then what runs while it is checked
+    (``watched``; not while a speed check times it). Elsewhere the rule is not applied here: the course's tests pass
+    posref's own functions to show that they pass, and the score of record applies it itself (it reads the answer
+    cell's source, and the child where the answer runs watches it)."""
+    return _in_the_notebook(checker, read_source=True)
 
+
+def watch_rules(checker: Callable[..., Any]) -> Callable[..., Any]:
+    """``enforce_rules`` for a checker whose function is the notebook's own wrapper around the answer (06's
+    ``rope_handler_attention``, 08's ``drop_and_run``, which calls ``run_drop`` as it should): only what runs is
+    watched, the wrapper's source is not the answer's."""
+    return _in_the_notebook(checker, read_source=False)
+
+
+def _in_the_notebook(checker: Callable[..., Any], *, read_source: bool) -> Callable[..., Any]:
     @functools.wraps(checker)
     def checked(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        in_notebook = sys._getframe(1).f_globals.get("__name__") == "__main__"
-        problem = _own_problem(checker.__name__, fn) if in_notebook else None
+        if sys._getframe(1).f_globals.get("__name__") != "__main__":
+            return checker(fn, *args, **kwargs)
+        problem = _own_problem(checker.__name__, fn) if read_source else None
         if problem is not None:
             raise CheckFailed(broken_rule_message(fn.__name__, problem))
+        if not checker.__name__.endswith("_speed") and callable(fn):
+            fn = watched(checker.__name__, fn)
         return checker(fn, *args, **kwargs)
 
     return checked

@@ -4,6 +4,7 @@ function's tests, with a message naming the call; the other answers are graded a
 from __future__ import annotations
 
 import nbformat
+from course_helpers import grade_with_answers
 
 from autograder.course import REPO
 from autograder.record import _broken_rule, grade_notebook
@@ -65,3 +66,66 @@ def test_each_notebook_states_the_rules_its_grader_enforces_once():
                 for checker, fn in checker_calls(cell.source):
                     for name in (*RULES[checker].posref, *RULES[checker].anywhere):
                         assert f"`{name}`" in stated[0] or f".{name}`" in stated[0], (path.name, fn, name)
+
+
+# ---------------------------------------------------------------- what runs (issue 26, item 2)
+# answers that name nothing forbidden in their source, yet run posref's implementation (or torch's attention) while
+# they are checked: the child watches, and what it reports costs the function's cells, with a message naming it
+
+STRINGS_STAR_AND_HELPERS = {
+    "rope_cos_sin": 'import importlib\nrope_cos_sin = getattr(importlib.import_module("posref." + "rope"), "rope_" + "cos_sin")\n',
+    "apply_rope": "from posref.rope import *\n",
+    "rope_scores": (
+        "import posref.rope as R\n\n\ndef rope_scores(q, k, cos, sin, layout='half'):\n"
+        "    turn = R._apply_half if layout == 'half' else R._apply_interleaved\n"
+        "    r = cos.shape[-1]\n"
+        "    return turn(q, cos, sin, r, torch.float32) @ turn(k, cos, sin, r, torch.float32).transpose(-1, -2)\n"
+    ),
+}  # fmt: skip
+
+
+def _cells(record) -> dict:
+    assert record.status == "graded", record.reason
+    return {c.grade_id: c for c in record.cells}
+
+
+def test_04_names_in_strings_a_star_import_and_private_helpers_earn_nothing(tmp_path):
+    cells = _cells(grade_with_answers(tmp_path, "04", dict(STRINGS_STAR_AND_HELPERS)))
+    ran = {
+        "test_rope_cos_sin": "rope_cos_sin earns nothing here: its answer ran posref.rope.rope_cos_sin while it was "
+        "checked, which is posref's own implementation",
+        "test_apply_rope": "apply_rope earns nothing here: its answer ran posref.rope.apply_rope while",
+        "test_apply_rope_speed": "apply_rope earns nothing here: its answer ran posref.rope.apply_rope while",
+        "test_rope_scores": "rope_scores earns nothing here: its answer ran posref.rope._apply_",
+    }
+    for grade_id, message in ran.items():
+        assert cells[grade_id].score == 0 and cells[grade_id].message.startswith(message), cells[
+            grade_id
+        ].message
+
+
+def test_08_with_positions_called_as_a_method_of_the_students_model_earns_nothing(tmp_path):
+    drop = "def drop(model):\n    return model.with_positions('nope')\n"
+    cells = _cells(grade_with_answers(tmp_path, "08", {"drop": drop}))
+    assert cells["test_drop"].score == 0
+    assert cells["test_drop"].message.startswith(
+        "drop_and_run earns nothing here: its answer ran posref.lab.model.TinyDecoder.with_positions while it was "
+        "checked"
+    ), cells["test_drop"].message
+    assert all(c.score == c.points for g, c in cells.items() if g != "test_drop"), cells
+
+
+def test_01_torchs_attention_by_a_name_in_strings_earns_nothing_and_is_named(tmp_path):
+    attention = (
+        "import torch.nn.functional\n\n\ndef attention(q, k, v, causal=False):\n"
+        "    sdpa = getattr(torch.nn.functional, 'scaled_dot_' + 'product_attention')\n"
+        "    return sdpa(q, k, v, is_causal=causal)\n"
+    )
+    cells = _cells(grade_with_answers(tmp_path, "01", {"attention": attention}))
+    for grade_id in ("test_attention", "test_attention_speed"):
+        assert cells[grade_id].score == 0
+        assert cells[grade_id].message.startswith(
+            "attention earns nothing here: its answer ran torch's scaled_dot_product_attention while it was "
+            "checked: the exercise asks you to write attention from its formula"
+        ), cells[grade_id].message
+    assert cells["test_equivariance_error"].score == cells["test_equivariance_error"].points

@@ -174,14 +174,14 @@ class LearnedPositionsChecked(torch.nn.Module):
             raise IndexError(
                 f"position {int(bad[0])} has no row: the table has {self.table.num_embeddings} rows"
             )
-        return x + self.table(positions)
+        return x + self.table(positions).to(x.dtype)
 
 
 class LearnedPositionsNoCheck(LearnedPositionsChecked):
     """Mistake: plain indexing, which reads row P - k for position -k."""
 
     def forward(self, x, positions):
-        return x + self.weight[positions]
+        return x + self.weight[positions].to(x.dtype)
 
 
 class LearnedPositionsTorchError(LearnedPositionsChecked):
@@ -189,7 +189,7 @@ class LearnedPositionsTorchError(LearnedPositionsChecked):
     the table's size."""
 
     def forward(self, x, positions):
-        return x + self.table(positions)
+        return x + self.table(positions).to(x.dtype)
 
 
 class LearnedPositionsFromZero(LearnedPositionsChecked):
@@ -197,7 +197,7 @@ class LearnedPositionsFromZero(LearnedPositionsChecked):
 
     def forward(self, x, positions):
         super().forward(x, positions)  # the range check
-        return x + self.weight[: x.shape[1]]
+        return x + self.weight[: x.shape[1]].to(x.dtype)
 
 
 class LearnedPositionsTableOnly(LearnedPositionsChecked):

@@ -9,7 +9,7 @@ import torch
 
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe, sinusoidal_shift_matrix
 from posref.grading.cases import Draw
-from posref.grading.report import Case, CheckFailed, error_text, first_difference
+from posref.grading.report import Case, CheckFailed, error_text, first_difference, raised_a
 from posref.grading.rules import enforce_rules
 
 
@@ -181,9 +181,19 @@ def _learned_reference(weight, x, positions):
 
 
 def _learned_case(
-    draw: Draw, rows: int, dim: int, b: int, t: int, start: int, *, batched: bool, dtype
+    draw: Draw,
+    rows: int,
+    dim: int,
+    b: int,
+    t: int,
+    start: int,
+    *,
+    batched: bool,
+    dtype,
+    weight_dtype=torch.float32,
 ) -> Case:
-    weight, x = draw.randn(rows, dim, dtype=dtype), draw.randn(b, t, dim, dtype=dtype)
+    """A table of ``weight_dtype`` (float32, as the text asks, or float64) and token embeddings ``x`` of ``dtype``."""
+    weight, x = draw.randn(rows, dim, dtype=weight_dtype), draw.randn(b, t, dim, dtype=dtype)
     positions = draw.positions(t, max_start=0) + start
     if batched:  # each sequence of the batch at its own offset (packed or left-padded batches)
         positions = torch.stack([positions + (i % 2) * min(1, rows - start - t) for i in range(b)])
@@ -195,6 +205,9 @@ def _names(text: str, number: int) -> bool:
     return re.search(rf"(?<![\d.]){number}(?!\d)", text) is not None
 
 
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+
+
 @enforce_rules
 def check_learned_positions(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(weight (P, C), x (B, T, C), positions (T,) or (B, T) int64)`` -> ``(B, T, C)``: the student's learned
@@ -202,25 +215,27 @@ def check_learned_positions(fn: Callable[..., torch.Tensor], *, hidden: bool = F
     ``posref.LearnedPositionalEmbedding`` with the same weights.
 
     A position outside ``[0, P)`` (one past the last row, or negative, which Python indexing would silently read
-    from the end) must raise an error whose message names that position and the table's size.
+    from the end) must raise an ``IndexError`` whose message names that position and the table's size.
+    Hidden cases: positions shared ``(T,)`` and per sequence ``(B, T)``, starting at 0 and at an offset, ``x`` in
+    float32, float64, bfloat16 and float16 (the table float32, or float64), each at least once.
     """
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(3, 16)):
-        if hidden:
+    if hidden:
+        for choice in draw.cover(16, batched=(False, True), offset=(False, True), dtype=_DTYPES):
             rows, dim = draw.int(2, 300), draw.int(1, 64)
-            t = draw.int(1, rows)
-            start = draw.choice((0, draw.int(0, rows - t)))
-            b, batched = draw.int(1, 4), bool(draw.int(0, 1))
-            dtype = draw.choice((torch.float32, torch.float64))
-        else:
-            rows, dim, b, t, start, batched = (
-                (8, 4, 2, 8, 0, False),
-                (10, 6, 1, 4, 5, False),
-                (12, 3, 2, 5, 2, True),
-            )[i]
-            dtype = torch.float32
-        cases.append(_learned_case(draw, rows, dim, b, t, start, batched=batched, dtype=dtype))
+            t = draw.int(1, rows - 1) if choice["offset"] else draw.int(1, rows)
+            start = draw.int(1, rows - t) if choice["offset"] else 0
+            weight_dtype = draw.choice((torch.float32, torch.float32, torch.float64))
+            cases.append(_learned_case(draw, rows, dim, draw.int(1, 4), t, start, batched=choice["batched"],
+                                       dtype=choice["dtype"], weight_dtype=weight_dtype))  # fmt: skip
+    else:
+        for rows, dim, b, t, start, batched, dtype in (
+            (8, 4, 2, 8, 0, False, torch.float32),
+            (10, 6, 1, 4, 5, False, torch.float32),
+            (12, 3, 2, 5, 2, True, torch.bfloat16),  # the output keeps x's dtype
+        ):
+            cases.append(_learned_case(draw, rows, dim, b, t, start, batched=batched, dtype=dtype))
 
     def from_zero(weight, x, positions):
         return _learned_reference(weight, x, torch.arange(x.shape[1], device=x.device).expand_as(positions))
@@ -258,8 +273,14 @@ def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> 
             fn(weight, x, positions.clone())
         except CheckFailed:
             raise
-        except Exception as err:  # the expected outcome: now the message must be one a student can act on
+        except Exception as err:  # the expected outcome: now an IndexError whose message a student can act on
             text = getattr(err, "reported_as", None) or error_text(err)
+            if not raised_a(err, IndexError):
+                raise CheckFailed(
+                    f"{head}\n  your error: {text[:300]}\n  raise an IndexError (the exercise asks for one: code "
+                    f"that reads a table catches IndexError for a position it has no row for), e.g. raise "
+                    f"IndexError('position {bad} is outside the table: it has rows for 0..{p - 1}')"
+                ) from err
             if not (_names(text, bad) and (_names(text, p) or _names(text, p - 1))):
                 raise CheckFailed(
                     f"{head}\n  your error says: {text[:300]}\n  say which position has no row and how many rows "
@@ -269,5 +290,5 @@ def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> 
             continue
         raise CheckFailed(
             f"{head}\n  your function returned a result instead of raising an error: check that every position is "
-            f"in 0..max_positions - 1 before looking rows up, and raise (IndexError or ValueError) otherwise"
+            f"in 0..max_positions - 1 before looking rows up, and raise an IndexError otherwise"
         )

@@ -24,7 +24,7 @@ from torch import nn
 from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
 from posref.grading.report import Case, CheckFailed, call, default_tolerance, difference, first_difference
-from posref.grading.rules import enforce_rules
+from posref.grading.rules import enforce_rules, watch_rules
 from posref.lab.evaluate import per_position_loss
 from posref.lab.model import TinyDecoder, build_model
 from posref.lab.positions import ALiBiPositions, NoPE, PositionHandler, RoPEPositions, handler_attention
@@ -252,6 +252,7 @@ def _from_zero(positions):
     return torch.arange(positions.numel(), device=positions.device)
 
 
+@watch_rules
 def check_rope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(x, w_qkv, n_heads, start, n_new, base=...)`` -> ``(B, H, n_new, D)``: the student's RoPE handler (half
     layout) in ``posref.lab.handler_attention``, like ``RoPEPositions(D, base=base)`` with the same weights."""
@@ -290,6 +291,7 @@ def check_rope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
     first_difference("rope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
 
+@watch_rules
 def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(x, w_qkv, n_heads, start, n_new)`` -> ``(B, H, n_new, D)``: the student's ALiBi handler in
     ``posref.lab.handler_attention``, like ``ALiBiPositions(n_heads)``."""
@@ -324,6 +326,7 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
 # 06 (graded) and 08 (checked): NoPE as a handler of the student's own; 08: DroPE's drop
 
 
+@watch_rules
 def check_nope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(x, w_qkv, n_heads, start, n_new)`` -> ``(B, H, n_new, D)``: the student's NoPE handler in
     ``posref.lab.handler_attention``, like ``posref.NoPE()``: no position signal at any of the three hooks."""
@@ -370,6 +373,7 @@ def run_drop(
     return dropped(idx), model(idx), _weights(dropped)
 
 
+@watch_rules
 def check_drop(fn: Callable[..., tuple], *, hidden: bool = False, device=None) -> None:
     """``fn(weights, idx, vocab_size, d_model, n_layers, n_heads)`` -> ``run_drop(drop, ...)`` with the student's
     ``drop``: DroPE's first step (arXiv 2512.12167), a new model with every weight kept and no position signal,

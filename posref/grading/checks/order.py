@@ -9,7 +9,7 @@ import torch
 
 from posref.attention import equivariance_error, scaled_dot_product_attention
 from posref.grading.cases import Draw, Probe
-from posref.grading.report import Case, first_difference
+from posref.grading.report import Case, first_difference, raised_a
 from posref.grading.rules import enforce_rules
 
 
@@ -61,21 +61,29 @@ def _masked_scores(q, k, causal, *, upper=False):
     return scores
 
 
+_BATCH_HINT = (
+    "x may carry a batch dimension, (B, T, d): permute the positions, the next-to-last dim, with x[..., perm, :] "
+    "(and f(x)[..., perm, :]), not x[perm], which indexes the first dim"
+)
+
+
 @enforce_rules
 def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, device=None) -> None:
     """``fn(f, x, perm)`` -> ``max |f(P x) - P f(x)|`` as a float, equal to ``posref.equivariance_error``.
 
     ``x`` is ``(T, d)`` or ``(B, T, d)``; ``perm`` a permutation of the ``T`` positions (``P x = x[..., perm, :]``).
+    Hidden cases: every kind of probe (equivariant or not) both unbatched and batched, then 16 drawn at random.
     """
     draw = Draw(hidden=hidden, device=device)
+    if hidden:
+        classes = [(kind, batched) for kind in Probe.KINDS for batched in (False, True)]
+        classes += [(draw.choice(Probe.KINDS), draw.choice((False, True))) for _ in range(16)]
+    else:  # one batched case, not equivariant, so that indexing the wrong dim cannot pass
+        classes = [(kind, kind == "causal") for kind in Probe.KINDS]
     cases = []
-    kinds = Probe.KINDS if not hidden else [draw.choice(Probe.KINDS) for _ in range(24)]
-    for kind in kinds:
+    for kind, batched in classes:
         t, d = draw.int(2, 12 if hidden else 6), draw.even(2, 8)
-        if not hidden:  # one batched case, not equivariant, so that indexing the wrong dim cannot pass
-            lead = (2,) if kind == "causal" else ()
-        else:
-            lead = () if draw.int(0, 1) else (draw.int(1, 3),)
+        lead = ((draw.int(1, 3) if hidden else 2),) if batched else ()
         dtype = torch.float64
         probe = Probe(kind, draw.randn(d, d, dtype=dtype, scale=d**-0.5))
         cases.append(
@@ -91,7 +99,13 @@ def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, 
         "permute both sides with the same perm: P x means x[..., perm, :], not its inverse": lambda f, x, perm: (
             (f(x[..., perm, :]) - f(x)[..., perm.argsort(), :]).abs().max().item()
         ),
+        _BATCH_HINT: lambda f, x, perm: (f(x[perm]) - f(x)[perm]).abs().max().item(),
     }
+
+    def batch_indexed(case: Case, err: BaseException) -> str | None:
+        """An IndexError on a batched case: most often x[perm], which indexes the batch dim."""
+        return _BATCH_HINT if case.args[1].ndim == 3 and raised_a(err, IndexError) else None
+
     first_difference(
         "equivariance_error",
         fn,
@@ -99,6 +113,7 @@ def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, 
         cases,
         mistakes=mistakes,
         seed=draw.quoted_seed,
+        error_hint=batch_indexed,
     )
 
 

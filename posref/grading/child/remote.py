@@ -45,6 +45,7 @@ from typing import Any
 
 import torch
 
+from posref.grading import rules, watch
 from posref.grading.child.plain_data import (
     from_wire,
     plain,
@@ -152,6 +153,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
     ``shared_fd``) until its input closes."""
     torch.set_num_threads(1)
     shared = None if shared_fd is None else mmap.mmap(shared_fd, os.fstat(shared_fd).st_size)
+    watch.index()  # posref's code as imported, before any student code can put something else under its names
 
     def send(obj: Any) -> None:
         _write_all(write_fd, _encode(obj))
@@ -186,6 +188,8 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             return
         name = request.get("call", request.get("chain"))
         fn = namespace.get(name)
+        ran: list[str] = []  # what the checker's rule forbids that ran during the call (posref.grading.watch)
+        forbidden = rules.watch_target(request["watch"]) if type(request.get("watch")) is str else None
         try:
             if fn is None:
                 raise NameError(f"name {name!r} is not defined (did the cell that defines it run?)")
@@ -195,7 +199,9 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             args, kwargs = from_wire(request["args"]), from_wire(request["kwargs"])
             given = tensor_arguments(args, kwargs)
             before = [value.clone() for _, value in given]
-            result = {"ok": plain(fn(*args, **kwargs))}
+            with watch.watching(forbidden) as ran:
+                value = fn(*args, **kwargs)
+            result = {"ok": plain(value)}
             # what the call changed in place travels back, so the grader sees it as if the call had been local
             changed = {
                 where: value.detach()
@@ -206,7 +212,13 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
                 result["changed"] = changed
         except BaseException as err:  # noqa: BLE001
             # the student's own line (their cells' sources are in linecache), never a path of this machine
-            result = {"error": error_text(err) + where_it_raised(err)}
+            # the names of its exception's classes, so that the grader can tell an IndexError from a ValueError
+            result = {
+                "error": error_text(err) + where_it_raised(err),
+                "types": [c.__name__ for c in type(err).__mro__],
+            }
+        if ran:
+            result["ran"] = list(ran)
         send(result)
 
 
@@ -408,11 +420,26 @@ class Child:
             raise ChildFailed("the grading process sent a malformed message")
         return message
 
-    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
-        self._send({"call": name, "args": to_wire(args), "kwargs": to_wire(kwargs)})
+    def call(
+        self, name: str, args: tuple, kwargs: dict, *, watch: str | None = None, ran: list[str] | None = None
+    ) -> Any:
+        """``name(*args, **kwargs)`` in the child. ``watch``: the checker whose rule the child watches during the
+        call (``posref.grading.watch``); the names it reports as having run are added to ``ran``, before the
+        call's result or error is read: a report only costs the student points, so it is taken as given."""
+        request = {"call": name, "args": to_wire(args), "kwargs": to_wire(kwargs)}
+        if watch is not None:
+            request["watch"] = watch
+        self._send(request)
         reply = self._receive(self.call_timeout)
+        reported = reply.get("ran", [])
+        if type(reported) is not list or not all(type(n) is str for n in reported):
+            reported = ["something it did not name (a malformed report)"]
+        if ran is not None:
+            ran += [student_text(n) for n in reported[:10] if student_text(n) not in ran]
         if "error" in reply:
-            raise StudentError(student_text(reply["error"]))
+            types = reply.get("types")
+            types = tuple(student_text(t) for t in types[:20]) if type(types) is list else ()
+            raise StudentError(student_text(reply["error"]), types=types)
         result = reply.get("ok")
         if type(result) is dict and "__unreadable__" in result:
             what = student_text(result["__unreadable__"])
@@ -546,14 +573,18 @@ def _sealed_buffer(size: int) -> int:
 class RemoteFunction(TimedElsewhere):
     """A student's function by name, called in a ``Child``: behaves like the function for the checkers.
     ``answered`` counts the calls that returned a value (the grader tells from it whether an error in a check
-    can have come from the child's data)."""
+    can have come from the child's data); ``ran`` collects what the child saw run that ``watch``'s rule forbids
+    (the timed rounds of a speed check are not watched: a watch would slow what is timed)."""
 
-    def __init__(self, child: Child, name: str) -> None:
-        self.child, self.__name__ = child, name
+    def __init__(self, child: Child, name: str, *, watch: str | None = None) -> None:
+        self.child, self.__name__, self.watch = child, name, watch
         self.answered = 0
+        self.ran: list[str] = []  # what the child reported as having run under ``watch``'s rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.child.call(self.__name__, args, kwargs)
+        result = self.child.call(self.__name__, args, kwargs, watch=self.watch, ran=self.ran)
+        if self.ran:  # the check stops here: the grader's message says what ran (autograder.record)
+            raise StudentError(f"ran {self.ran[0]}, which its notebook's rules forbid", raised=False)
         self.answered += 1
         return result
 
