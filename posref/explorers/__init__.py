@@ -5,12 +5,13 @@ module per explorer (figure function / explorer: what it shows, notebook):
 
 * ``arcs``: ``draw_angle_arcs`` / ``unseen_share``: the relative angles one RoPE pair met in training and at a longer
   length, before and after scaling (06, 07; a figure on given axes, no explorer);
+* ``styles``: ``SCALING_STYLES`` / ``scaling_style``: one look per scaling method in 07's and 07b's figures;
 * ``fingerprint``: ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks (02);
 * ``bias``: ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi and T5 biases by head (03);
 * ``rope_pair``: ``rope_pair_figure`` / ``rope_pair_explorer``: one RoPE pair rotating, the score by
   ``(m, n)`` (04);
 * ``decay``: ``decay_figure`` / ``decay_explorer``: score against distance, RoFormer's bound (05);
-* ``scaling``: ``scaling_figure`` / ``scaling_explorer``: what a scaling method does to each frequency pair (07);
+* ``scaling``: ``scaling_figure`` / ``scaling_explorer``: what a scaling method does to each frequency pair (07b);
 * ``position_loss``: ``position_loss_figure`` / ``position_loss_explorer``: the loss at each position of trained
   models by evaluation length (06, 08; the one explorer that imports ``posref.lab``).
 
@@ -36,8 +37,10 @@ from posref.explorers.position_loss import (
 )
 from posref.explorers.rope_pair import rope_pair_explorer, rope_pair_figure
 from posref.explorers.scaling import scaling_dict, scaling_explorer, scaling_figure, scaling_inspection
+from posref.explorers.styles import SCALING_STYLES, scaling_style
 
 __all__ = [
+    "SCALING_STYLES",
     "Explorer",
     "LossCurves",
     "bias_heatmap_explorer",
@@ -61,6 +64,7 @@ __all__ = [
     "scaling_explorer",
     "scaling_figure",
     "scaling_inspection",
+    "scaling_style",
     "sentence_text",
     "t5_illustrative_table",
     "unseen_share",

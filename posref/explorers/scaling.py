@@ -1,4 +1,4 @@
-"""Notebook 07's explorer: what a context-extension method does to each frequency pair of a head.
+"""Notebook 07b's explorer: what a context-extension method does to each frequency pair of a head.
 
 Each pair is kept, blended or interpolated (``posref.inspector``'s classification). The methods offered are read
 from the registry (``scaling_menu``): today PI (arXiv 2306.15595), NTK-aware, NTK-by-parts and YaRN (arXiv

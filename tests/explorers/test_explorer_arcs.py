@@ -88,3 +88,16 @@ def test_the_legend_is_drawn_only_when_asked():
     assert with_legend.get_legend() is not None and without.get_legend() is None
     assert [t.get_text() for t in with_legend.get_legend().get_texts()] == ["met in training", "2L"]
     plt.close(fig)
+
+
+def test_every_scaling_method_has_its_own_look_and_plain_rope_is_not_longrope():
+    from posref.explorers import SCALING_STYLES, scaling_style
+
+    looks = {name: tuple(scaling_style(name).values()) for name in SCALING_STYLES}
+    twins = {"Dynamic NTK", "Dynamic NTK (factor 1)"}  # one method under two names
+    distinct = {look for name, look in looks.items() if name not in twins} | {looks["Dynamic NTK"]}
+    assert len(distinct) == len(looks) - 1
+    plain, longrope = looks["RoPE (no scaling)"], looks["LongRoPE (searched for 4L)"]
+    assert plain[0] != longrope[0] and plain[2] != longrope[2]  # colour and marker both differ (issue 29.5)
+    with pytest.raises(KeyError, match="no style for 'NTK'"):
+        scaling_style("NTK")

@@ -136,13 +136,14 @@ def run_solution(name: str, tmp_path: Path, monkeypatch, *, timeout: int = 300, 
     return seconds
 
 
-def execute_at_defaults(name: str, tmp_path: Path, monkeypatch, *, timeout: int = 1800):
-    """Run every cell of the solution at its default sizes on the CPU (no ``POSREF_FAST``, one thread, CUDA hidden:
-    the sizes its text quotes), report the seconds and return the executed notebook."""
+def execute_at_defaults(name: str, tmp_path: Path, monkeypatch, *, nb=None, timeout: int = 1800):
+    """Run every cell of the solution ``name`` (or of ``nb``, a changed copy of it) at its default sizes on the CPU
+    (no ``POSREF_FAST``, one thread, CUDA hidden: the sizes its text quotes), report the seconds and return the
+    executed notebook."""
     for key, value in notebook_env(tmp_path, POSREF_THREADS="1", CUDA_VISIBLE_DEVICES="").items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("POSREF_FAST")
-    nb = nbformat.read(source(name), as_version=4)
+    nb = nbformat.read(source(name), as_version=4) if nb is None else nb
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )

@@ -23,7 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "data"  # the course's data; the wheel carries it as posref/data/
-NOTEBOOK = "07_scaling"  # reads the corpus, the RoPE checkpoint and model_configs.json
+NOTEBOOK = "07b_longrope"  # reads the corpus, the RoPE checkpoint and model_configs.json
 
 CHECK = """
 import json, sys

@@ -43,6 +43,7 @@ ORDER = [
     "05_rope_analysis",
     "06_length",
     "07_scaling",
+    "07b_longrope",
     "08_nope",
 ]
 START = REPO / "notebooks" / launch.START_PAGE

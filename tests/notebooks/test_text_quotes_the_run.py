@@ -3,7 +3,8 @@
 The model answers and the prose quote the run ("1.504 at 64-71", "2.041 against 2.270"); a changed checkpoint, a
 cell that draws from a generator a checker used before it, or text edited without a rerun makes a quote drift from
 what a student's run prints. This test runs each notebook listed in ``AT_DEFAULTS`` at its default sizes on the CPU
-(no ``POSREF_FAST``, one thread, as the quotes were taken), collects every number its cells print, and fails on a
+(no ``POSREF_FAST``, one thread, as the quotes were taken), with torch's generator re-seeded after every
+graded cell as ``test_quoted_numbers`` does (01-05's quotes, listed cell by cell), collects every number its cells print, and fails on a
 quoted number that no printed number gives when rounded to the quote's digits.
 
 What is not a quote of the run: integers and percentages (lengths, counts, slide numbers), numbers inside math
@@ -17,20 +18,21 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 import notebook_helpers as nh
 import pytest
+from test_quoted_numbers import reseeded
 
-AT_DEFAULTS = ["06_length", "07_scaling", "08_nope"]
+AT_DEFAULTS = ["06_length", "07_scaling", "07b_longrope", "08_nope"]
 # quoted numbers that are not the run's, per notebook: number -> why
-NOT_FROM_THE_RUN: dict[str, dict[str, str]] = {
-    "07_scaling": {
-        "3.1": "Llama 3.1, a model's name",
-        "3.2": "the YaRN paper's section 3.2",
-        "3.3": "the YaRN paper's section 3.3",
-        "3.5": "Phi-3.5, a model's name",
-        "2.5": "InternLM2.5, a model's name",
-    },
+_NAMES = {
+    "3.1": "Llama 3.1, a model's name",
+    "3.2": "the YaRN paper's section 3.2",
+    "3.3": "the YaRN paper's section 3.3",
+    "3.5": "Phi-3.5, a model's name",
+    "2.5": "InternLM2.5, a model's name",
 }
+NOT_FROM_THE_RUN: dict[str, dict[str, str]] = {"07_scaling": _NAMES, "07b_longrope": _NAMES}
 
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
 _LINKS = re.compile(r"\]\([^)]*\)|arXiv \d{4}\.\d{4,5}|https?://\S+")
@@ -94,7 +96,11 @@ def test_quotes_are_read_outside_math_links_and_arxiv_ids():
 def test_every_number_the_text_quotes_is_printed_by_the_run_at_defaults(name, tmp_path, monkeypatch):
     for key in ("POSREF_FAST", "POSREF_GRADING", "POSREF_RETRAIN"):
         monkeypatch.delenv(key, raising=False)
-    nb = nh.execute_at_defaults(name, tmp_path, monkeypatch)
+    # torch's generator re-seeded after every graded cell (test_quoted_numbers.reseeded): a quoted cell that read
+    # what a checker drew before it would print another number
+    nb = nh.execute_at_defaults(
+        name, tmp_path, monkeypatch, nb=reseeded(nbformat.read(nh.source(name), as_version=4))
+    )
     printed = printed_numbers(nb)
     allowed = NOT_FROM_THE_RUN.get(name, {})
     drifted = [

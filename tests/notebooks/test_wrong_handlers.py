@@ -160,7 +160,7 @@ WRONG = {
     ),
 }
 NOTEBOOK = {"drop": "08_nope", "LearnedPositions": "02_absolute", "t5_learned_bias": "03_relative"}
-NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07_scaling"}
+NOTEBOOK |= {"dynamic_ntk_frequencies": "07_scaling", "longrope_mutation": "07b_longrope"}
 IN_08 = {"08's pasted nope rotates"}  # an answer id 06 has too: graded in 06, only used by the drop in 08
 TESTS = {
     "06_length": {
@@ -192,12 +192,12 @@ TESTS = {
         "test_dynamic_ntk_frequencies",
         "test_linear_frequencies",
         "test_llama3_frequencies",
-        "test_longrope_mutation",
         "test_ntk_by_parts_frequencies",
         "test_ntk_frequencies",
         "test_ntk_pair_factor",
         "test_yarn_frequencies",
     },
+    "07b_longrope": {"test_longrope_mutation"},
 }
 
 
