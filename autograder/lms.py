@@ -69,9 +69,13 @@ def read_layout(root: Path) -> list[Entry]:
             )
             if match["plugin"] != "file":  # online text, comments: not a notebook
                 continue
-            if folder:
+            if folder and item.is_symlink():  # refused in ``rearrange``, never followed
+                entry.files.append((item, item.name))
+            elif folder:
                 entry.files += [
-                    (p, p.relative_to(item).as_posix()) for p in sorted(item.rglob("*")) if p.is_file()
+                    (p, p.relative_to(item).as_posix())
+                    for p in sorted(item.rglob("*"))
+                    if p.is_file() or p.is_symlink()
                 ]
             else:
                 entry.files.append((item, match["file"]))
@@ -187,9 +191,11 @@ def rearrange(
     for i, student in ids.items():
         entry, folder = entries[i], out / student / assignment
         targets: dict[str, str] = {}
-        for _, uploaded in entry.files:
+        for source, uploaded in entry.files:
             name = notebook_name(uploaded, expected)
-            if any(part in ("", ".", "..") for part in name.split("/")):
+            if source.is_symlink():
+                refused[i] = f"{uploaded!r} is a link: send the file itself"
+            elif any(part in ("", ".", "..") for part in name.split("/")):
                 refused[i] = f"it holds a file named {uploaded!r}"
             elif name in targets:
                 refused[i] = f"{targets[name]!r} and {uploaded!r} would both be graded as {name!r}"

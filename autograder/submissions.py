@@ -45,7 +45,7 @@ def _folders(folder: Path) -> list[Path]:
     """Subfolders, without hidden ones and the ``__MACOSX`` folder a Mac adds to every zip it makes."""
     return sorted(
         p for p in folder.iterdir()
-        if p.is_dir() and not p.is_symlink() and p.name[:1] != "." and p.name != "__MACOSX"
+        if p.is_dir() and p.name[:1] != "." and p.name != "__MACOSX"
     )  # fmt: skip
 
 
@@ -216,13 +216,14 @@ def import_submissions(
                     refused[i] = f"a file could not be unpacked from the archive: {broken[0]}"
             ids = {i: s for i, s in ids.items() if i not in refused}
             root = Path(tmp) / "rearranged"
+            root.mkdir()
             refused |= lms.rearrange(entries, ids, assignment, expected, root)
             flags = {ids[i]: e.late for i, e in enumerate(entries) if i in ids}
             for i, why in refused.items():
                 out.refused[f"{entries[i].name} ({entries[i].lms} {entries[i].user})"] = why
             for line in made:
                 print(f"{entries[0].lms}: no roster entry for {line} (the name as id)", file=sys.stderr)
-        students = [d for d in _folders(root) if is_student(d)] if root.is_dir() else []
+        students = [d for d in _folders(root) if is_student(d)]
         if not students and not out.refused:
             layout = (
                 f"<student>/{assignment}/*.ipynb or <student>/*.ipynb"
@@ -251,6 +252,8 @@ def import_submissions(
                     continue
                 expected = {p.name for p in (source_dir() / a).glob("*.ipynb")}
                 try:
+                    if student_dir.is_symlink() or source.is_symlink():
+                        raise Refused("its folder is a link: send the folder itself")
                     check_submission(source, expected, damaged)
                     when, how = _submission_time(source, flags.get(student), a, timestamp)
                     for name in _import_one(source, student, a, when):

@@ -117,8 +117,8 @@ def unpack(path: Path, into: Path) -> Unpacked:
         count, total = _declared(path)
         if count > MAX_ENTRIES or total > MAX_UNPACKED:
             raise SystemExit(
-                f"{path} holds more than {MAX_ENTRIES} entries or {MAX_UNPACKED / 2**30:g} GiB unpacked (it declares "
-                f"{count}{'+' if count > MAX_ENTRIES else ''} entries, {total / 2**30:.1f} GiB): not imported; "
+                f"{path} holds {count}{'+' if count > MAX_ENTRIES else ''} entries, {total / 2**20:.1f} MiB unpacked: "
+                f"more than an import takes ({MAX_ENTRIES} entries, {MAX_UNPACKED / 2**20:g} MiB); nothing imported: "
                 "import the class in parts"
             )
         for name, kind, size, mtime, opened in _members(path):

@@ -7,6 +7,8 @@ replaced by a stand-in; tests/autograder/test_dask.py runs real scheduler and wo
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from course_helpers import gradebook_copy
@@ -131,3 +133,47 @@ def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_
     )
     assert out["submission"] == fingerprint(submission)
     assert json.loads((course / "records" / "02_absolute" / "grace.json").read_text()) == out
+
+
+def test_one_students_folder_never_stops_the_run(
+    tmp_path, monkeypatch, empty_gradebook, threads_cluster, capsys
+):
+    """A file name that is not UTF-8 in a graded student's folder made the fingerprint of every submission, computed
+    before anyone was graded, raise UnicodeEncodeError: nobody was graded. Each such folder (as nbgrader's exchange
+    may leave one) is now that student's "could not grade", with the reason; nbgrader failing on one student is
+    that student's too."""
+    course = _course(
+        tmp_path, monkeypatch, empty_gradebook, students=("alice", "bob", "carol", "dan", "erin")
+    )
+
+    def scores(sources, files, cell_timeout, notebook_timeout):
+        record = {"notebook": "02_absolute.ipynb", "status": "graded", "reason": "", "cells": [], "problems": [],
+                  "sandbox": "bubblewrap", "score": 0.0, "max_score": 0.0}  # fmt: skip
+        return {"notebooks": [record], "seconds": 0.0, "worker": "here"}
+
+    class NbgraderFailsOnDan(NbgraderFails):
+        def autograde(self, assignment, student, **kwargs):
+            if student == "dan":
+                raise RuntimeError("nbgrader's own failure")
+            return super().autograde()
+
+    monkeypatch.setattr(grade, "score_student", scores)
+    monkeypatch.setattr(grade, "_nbgrader_api", NbgraderFailsOnDan)
+    first = {r["student"]: r for r in grade.autograde("02_absolute", scheduler=threads_cluster)}
+    assert 'could not be recorded: RuntimeError("nbgrader\'s own failure")' in first["dan"]["error"]
+    folder = course / "submitted"
+    (Path(os.fsdecode(os.fsencode(folder / "bob" / "02_absolute") + b"/\xff.txt"))).write_text("x")
+    (folder / "carol" / "02_absolute" / "timestamp.txt").write_bytes(b"\xff")
+    (folder / "erin" / "02_absolute" / "02_absolute.ipynb").unlink()
+    (folder / "erin" / "02_absolute" / "02_absolute.ipynb").mkdir()
+    results = {r["student"]: r for r in grade.autograde("02_absolute", scheduler=threads_cluster)}
+    assert sorted(results) == ["bob", "carol", "dan", "erin"]  # alice's record is up to date
+    assert "a file name that is not UTF-8" in results["bob"]["error"]
+    assert "timestamp.txt cannot be read as a time" in results["carol"]["error"]
+    assert "'02_absolute.ipynb' is not a notebook file but a folder" in results["erin"]["error"]
+    assert grade.print_summary("02_absolute", list(results.values())) == 1
+    out = capsys.readouterr()
+    assert (
+        "graded 0 student(s), could not grade 4" in out.out and "could not grade bob: a file name" in out.err
+    )
+    assert json.loads((course / "records" / "02_absolute" / "alice.json").read_text())["notebooks"]

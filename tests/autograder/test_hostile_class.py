@@ -210,6 +210,13 @@ def hostile_class(tmp_path_factory):
 
     steps["autograde"] = _run(course, "autograde", "positions", "--workers", "1", "--cell-timeout", "30")
     steps["feedback"] = _run(course, "feedback", "positions")
+    # a notebook nbgrader cannot read in autograded/, a record that is no JSON: that student's failure only
+    (course / "autograded" / "broken" / "positions").mkdir(parents=True)
+    (course / "autograded" / "broken" / "positions" / "positions.ipynb").write_text("{not json")
+    (course / "records" / "positions" / "ghost.json").write_text("{not json")
+    for page in (course / "feedback").glob("*/positions/positions.html"):
+        page.unlink()
+    steps["feedback again"] = _run(course, "feedback", "positions")
     # Canvas: the LATE flag decides, not the timestamp.txt uploaded beside the notebook (after grading: not graded)
     canvas = _zip(tmp / "canvas.zip", [("latecomer_LATE_12345_67890_positions.ipynb", good),
                                        ("latecomer_12345_67891_timestamp.txt", b"2026-01-01 00:00 UTC")], ON_TIME)  # fmt: skip
@@ -376,9 +383,9 @@ def test_correct_classmates_keep_full_marks_in_the_csv_and_the_gradebook(hostile
     with gradebook_at(course) as gb:
         for student in ("alice", "bob", "markers"):
             assert gb.find_submission("positions", student).score == 6
-    for student in ("xbytes", "xtime", "xlink", "xfolder", "xbig", "nested"):
+    for student in ("xbytes", "xtime", "xlink", "xfolder", "xbig", "nested", "ghost"):
         assert rows[student]["status"] == "could not grade" and rows[student]["score"] == "", rows[student]
-    assert steps["export"].returncode == 1 and "could not grade 6 student(s)" in steps["export"].stderr
+    assert steps["export"].returncode == 1 and "could not grade 7 student(s)" in steps["export"].stderr
 
 
 def gradebook_at(course: Path):
@@ -411,4 +418,13 @@ def test_markers_in_a_students_text_change_nothing_in_grading_or_feedback(hostil
     assert "my notes, which the feedback must keep" in page and "BEGIN HIDDEN TESTS" in page
     assert "hidden=True" not in page  # the instructor's hidden tests are still cleared
     for student in ("alice", "bob", "early"):
+        assert (course / "feedback" / student / "positions" / "positions.html").is_file(), student
+
+
+def test_feedback_goes_on_past_a_student_nbgrader_cannot_take_and_names_them(hostile_class):
+    course, steps, _ = hostile_class
+    step = steps["feedback again"]
+    assert step.returncode == 1 and "no feedback for 1 student(s): broken" in step.stderr, step.stderr[-2000:]
+    assert re.search(r"no feedback for broken: .*\S", step.stderr)
+    for student in GRADED:
         assert (course / "feedback" / student / "positions" / "positions.html").is_file(), student

@@ -132,3 +132,63 @@ def test_import_takes_a_moodle_download_as_it_comes(tmp_path, monkeypatch, capsy
     folder = course / "submitted" / "anna_lena_müller" / "02_absolute"
     assert late.read_timestamp(folder) == datetime(2026, 10, 6, 23, 30).astimezone(timezone.utc)  # local time
     assert "Jane Smith (Moodle 123456) -> jane_smith (the name as id)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bound", ["MAX_ENTRIES", "MAX_UNPACKED"])
+def test_an_archive_beyond_the_bounds_is_refused_whole_before_anything_is_written(
+    tmp_path, monkeypatch, bound
+):
+    """An archive was unpacked with no bound on its entries or size. The bounds are lowered here (a real one
+    would be a 100,000-entry or 8 GiB archive); what a header declares is read before anything is written."""
+    from autograder import unpack
+
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.setattr(unpack, bound, 10 if bound == "MAX_ENTRIES" else 1000)
+    files = [f"s{i}/02_absolute/02_absolute.ipynb" for i in range(6)]  # 6 students: 18 entries, 12 bytes
+    if bound == "MAX_UNPACKED":
+        files.append("big/02_absolute/02_absolute.ipynb")
+    archive = _archive(tmp_path, files, "gztar")
+    if bound == "MAX_UNPACKED":  # one entry of 1,001 bytes
+        folder = tmp_path / "archive-content" / "big" / "02_absolute"
+        (folder / "02_absolute.ipynb").write_text(" " * 1001)
+        archive = Path(shutil.make_archive(str(tmp_path / "subs"), "gztar", tmp_path / "archive-content"))
+    with pytest.raises(SystemExit, match="entries, .* MiB unpacked: more than an import takes"):
+        import_submissions(archive)
+    assert not (course / "submitted").exists()
+
+
+def test_links_in_a_folder_import_are_refused_never_followed(tmp_path, monkeypatch, capsys):
+    """A folder (not an archive) of a class or a Moodle download: a student folder that is a link to a classmate's,
+    a notebook that is a link to a file of the instructor's, a Moodle participant folder that is a link. Each was
+    copied (or followed) into the course."""
+    from autograder import cli
+
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the instructor's")
+    plain = tmp_path / "plain"
+    (plain / "alice" / "02_absolute").mkdir(parents=True)
+    (plain / "alice" / "02_absolute" / "02_absolute.ipynb").write_text("{}")
+    (plain / "mallory").symlink_to(plain / "alice")
+    (plain / "eve" / "02_absolute").mkdir(parents=True)
+    (plain / "eve" / "02_absolute" / "02_absolute.ipynb").symlink_to(secret)
+    with pytest.raises(SystemExit, match="could not import 2: eve/02_absolute, mallory/02_absolute"):
+        cli.main(["import", str(plain)])
+    err = capsys.readouterr().err
+    assert "could not import eve/02_absolute: '02_absolute.ipynb' is a link" in err
+    assert "could not import mallory/02_absolute: its folder is a link" in err
+    assert _submitted(course) == ["alice/02_absolute/02_absolute.ipynb"]
+    moodle = tmp_path / "moodle"
+    (moodle / "Ann Lee_1_assignsubmission_file_").mkdir(parents=True)
+    (moodle / "Ann Lee_1_assignsubmission_file_" / "02_absolute.ipynb").symlink_to(secret)
+    (moodle / "Bo Kim_2_assignsubmission_file_").symlink_to(tmp_path)
+    (moodle / "Cy Fox_3_assignsubmission_file_02_absolute.ipynb").symlink_to(secret)
+    with pytest.raises(SystemExit, match="could not import 3"):
+        cli.main(["import", str(moodle), "--assignment", "02_absolute"])
+    err = capsys.readouterr().err
+    for who in ["Ann Lee (Moodle 1): '02_absolute.ipynb'", "Bo Kim (Moodle 2): 'Bo Kim_2_assignsubmission_file_'",
+                "Cy Fox (Moodle 3): '02_absolute.ipynb'"]:  # fmt: skip
+        assert f"could not import {who} is a link: send the file itself" in err, err
+    assert "the instructor's" not in "".join(p.read_text() for p in (course / "submitted").rglob("*.ipynb"))
