@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from posref._checks import check_base, check_choice, check_positive_int
 from posref.config import RopeConfig
-from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, kept_view, log_slider
+from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, kept_view
 from posref.inspector import Inspection, inspect_rope
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS
 
@@ -32,6 +32,10 @@ __all__ = [
 
 
 BETAS = ("beta_fast", "beta_slow")
+# what the factor slider offers (with the explorer's own factor): round factors from 1 to 64, each shown on the
+# slider as the figure's title writes it (``:g``), so that the two never disagree (a log slider's readout rounds:
+# 2**4.25 read 19.0 where the title said s = 19.0273)
+FACTORS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 40.0, 48.0, 64.0)
 _KIND_COLOURS = {
     "kept": "tab:green",
     "blended": "tab:orange",
@@ -255,6 +259,19 @@ def scaling_figure(
     return _ScalingView(head_dim, base, original_len, betas=betas)(method, factor)
 
 
+def factor_slider(factor: float) -> widgets.SelectionSlider:
+    """A slider over ``FACTORS`` and ``factor`` (which it starts at), reported when released; each value's label is
+    the value as the figure's title writes it."""
+    values = sorted({*FACTORS, factor})
+    return widgets.SelectionSlider(
+        options=[(f"{value:g}", value) for value in values],
+        value=factor,
+        description="factor s",
+        continuous_update=False,
+        layout=widgets.Layout(width=SLIDER_WIDTH),
+    )
+
+
 def scaling_explorer(
     head_dim: int = 128,
     base: float = 500000.0,
@@ -264,7 +281,7 @@ def scaling_explorer(
     method: str = "llama3",
     factor: float = 8.0,
 ) -> Explorer:
-    """Per-pair effect of a scaling method, with a ``method`` menu and a ``factor`` slider (log scale, 1 to 64);
+    """Per-pair effect of a scaling method, with a ``method`` menu and a ``factor`` slider (``FACTORS``, 1 to 64);
     see ``scaling_figure``. Defaults: Llama 3.1 8B's head with its own method and factor."""
     check_dim("head_dim", head_dim)
     base = check_base("base", base)
@@ -280,7 +297,7 @@ def scaling_explorer(
             description="method",
             layout=widgets.Layout(width=SLIDER_WIDTH),
         ),
-        "factor": log_slider("factor s", factor, base=2, lo=0, hi=max(6, math.log2(factor)), step=0.25),
+        "factor": factor_slider(factor),
     }
     view = kept_view(lambda: _ScalingView(head_dim, base, original_len, betas=betas))  # one figure, in place
     return Explorer(view, controls, name="scaling")

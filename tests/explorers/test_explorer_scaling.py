@@ -15,7 +15,7 @@ import pytest
 from explorer_helpers import assert_pixels_differ, by_gid, pixels, shown_png
 
 from posref.explorers.base import figure_png
-from posref.explorers.scaling import scaling_dict, scaling_explorer, scaling_figure, scaling_menu
+from posref.explorers.scaling import FACTORS, scaling_dict, scaling_explorer, scaling_figure, scaling_menu
 from posref.scaling import SCALING_METHODS, ScalingMethod, default_inv_freq
 
 LLAMA_HEAD = {"head_dim": 128, "base": 500000.0, "original_len": 8192}
@@ -156,3 +156,16 @@ def test_the_menu_is_every_registered_method_whose_one_dial_is_its_factor(monkey
 def test_bad_input_is_a_clear_error(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("factor", [8.0, 2**4.25, 100.0])
+def test_the_factor_slider_reads_as_the_title_writes_it(factor: float) -> None:
+    """Each factor on offer is labelled as the figure's title writes it (a log slider's readout said 19.0 where
+    the title said s = 19.0273); the explorer's own factor is one of them, however unround."""
+    explorer = scaling_explorer(16, 50.0, 64, factor=factor)
+    slider = explorer.controls["factor"]
+    assert slider.label == f"{factor:g}" and f"s = {slider.label}:" in explorer.figure._suptitle.get_text()
+    assert all(label == f"{value:g}" for label, value in slider.options)
+    assert {value for _, value in slider.options} == {*FACTORS, factor}
+    explorer.factor.value = 32.0
+    assert f"s = {explorer.factor.label}:" in explorer.figure._suptitle.get_text()

@@ -25,6 +25,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from test_browser import (  # noqa: F401 (chromium is a fixture)
+    ALL_CELLS_DONE,
+    KERNEL_READY,
     LabServer,
     _wait_until_saved,
     browser_page,
@@ -33,6 +35,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
 
 from autograder.start_page import release_start_page, released_start_page
 from posref import launch
+from posref.explorers import scaling_explorer
 
 REPO = Path(__file__).resolve().parents[2]
 ORDER = [
@@ -326,7 +329,7 @@ def _next_version_of_the_course(upstream: Path) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 def test_a_students_answers_survive_a_release_and_a_new_version(chromium, student_lab, tmp_path):  # noqa: F811
     """A student writes an answer into notebook 01 in JupyterLab and saves it; the course's release of 01 is made
     in the same checkout; the course's next version is pulled and brought over. The answer is still there, on
@@ -384,7 +387,41 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
             page.reload()  # and JupyterLab shows the answer
             page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).wait_for()
             page.screenshot(path=str(shots / "answers_kept.png"))
+
+            # Validate works here, with the student's nbgrader configuration (no warning that there is none)
+            page.locator(".jp-NotebookPanel-toolbar .validate-button:visible").click()
+            page.locator(".jp-Dialog-content").wait_for(timeout=180_000)
+            assert "No nbgrader_config.py" not in server.log_tail(10**7), "nbgrader found no configuration"
         except Exception:
             page.screenshot(path=str(shots / "answers_kept_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_the_scaling_explorers_readout_matches_its_title(chromium, student_lab, tmp_path):  # noqa: F811
+    """07's explorer at a factor that is not round: the slider's readout gives the digits of the title."""
+    server, shots = student_lab, _shot_dir(tmp_path)
+    relative = "readout.ipynb"
+    code = "from posref.explorers import scaling_explorer\nscaling_explorer(16, 50.0, 64, factor=2**4.25)"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, server.root / relative)
+    readout = ".posref-scaling-explorer .widget-hslider .widget-readout"
+    with browser_page(chromium, server.home) as page:
+        try:
+            page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+            server.wait_for_idle_kernel(relative)
+            page.wait_for_function(KERNEL_READY)
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.click(".lm-Menu [data-command='runmenu:run-all']")
+            page.wait_for_function(ALL_CELLS_DONE, arg=readout)
+            shown = page.inner_text(readout).strip()
+        except Exception:
+            page.screenshot(path=str(shots / "scaling_readout_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
+    title = scaling_explorer(16, 50.0, 64, factor=2**4.25).figure._suptitle.get_text()
+    assert "s = 19.0273" in title, title
+    assert shown == "19.0273", f"the factor slider reads {shown!r} where the title says {title!r}"
