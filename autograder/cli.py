@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(status)
     elif args.command == "feedback":
         failed = course.feedback(args.assignment)
+        folder = course.course_dir() / "feedback"
+        pages = [p for p in sorted(folder.glob(f"*/{args.assignment}/*.html")) if p.parts[-3] not in failed]
+        print(f"feedback {args.assignment}: {len(pages)} page(s) in {folder}/<student>/{args.assignment}/:")
+        for page in pages:
+            print(f"  {course.printable(str(page))}")
         for student, why in failed.items():
             print(f"no feedback for {course.printable(student)}: {course.printable(why)}", file=sys.stderr)
         if failed:

@@ -428,3 +428,14 @@ def test_feedback_goes_on_past_a_student_nbgrader_cannot_take_and_names_them(hos
     assert re.search(r"no feedback for broken: .*\S", step.stderr)
     for student in GRADED:
         assert (course / "feedback" / student / "positions" / "positions.html").is_file(), student
+
+
+def test_feedback_says_which_pages_it_wrote(hostile_class):
+    course, steps, _ = hostile_class
+    for name in ("feedback", "feedback again"):
+        out = steps[name].stdout
+        listed = [Path(p) for p in re.findall(r"^  (.+\.html)$", out, flags=re.M)]
+        header = f"feedback positions: {len(listed)} page(s) in {course / 'feedback'}/<student>/positions/:"
+        assert out.startswith(header), out
+        assert {p.parts[-3] for p in listed} == set(GRADED), out  # every graded student, "broken" not among them
+        assert all(p.is_file() and p.parent == course / "feedback" / p.parts[-3] / "positions" for p in listed)
