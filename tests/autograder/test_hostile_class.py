@@ -437,5 +437,9 @@ def test_feedback_says_which_pages_it_wrote(hostile_class):
         listed = [Path(p) for p in re.findall(r"^  (.+\.html)$", out, flags=re.M)]
         header = f"feedback positions: {len(listed)} page(s) in {course / 'feedback'}/<student>/positions/:"
         assert out.startswith(header), out
-        assert {p.parts[-3] for p in listed} == set(GRADED), out  # every graded student, "broken" not among them
-        assert all(p.is_file() and p.parent == course / "feedback" / p.parts[-3] / "positions" for p in listed)
+        assert {p.parts[-3] for p in listed} == set(GRADED), (
+            out
+        )  # every graded student, "broken" not among them
+        assert all(
+            p.is_file() and p.parent == course / "feedback" / p.parts[-3] / "positions" for p in listed
+        )
