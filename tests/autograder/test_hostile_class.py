@@ -30,7 +30,7 @@ import pytest
 from course_helpers import assert_safe_csv, needs_bwrap
 
 from autograder import cli
-from autograder.course import gradebook, release
+from autograder.course import REPO, gradebook, release
 from autograder.demo.submissions import PE, ROPE
 from autograder.unpack import MAX_FILE
 
@@ -443,3 +443,44 @@ def test_feedback_says_which_pages_it_wrote(hostile_class):
         assert all(
             p.is_file() and p.parent == course / "feedback" / p.parts[-3] / "positions" for p in listed
         )
+
+
+def test_hidden_tests_are_cleared_from_the_instructors_cells_only(hostile_class):
+    """nbgrader's ClearHiddenTests cut everything after "BEGIN HIDDEN TESTS" out of a graded written answer (a
+    markdown answer cell is a grade cell), and failed on one without an END. The course's step clears the cells
+    whose source is the source notebook's locked cell of the same id; a student's cell claiming a test cell's id
+    with text of its own is the student's text."""
+    from autograder.course import config
+
+    step = next(
+        p
+        for p in config().GenerateFeedback.preprocessors
+        if getattr(p, "__name__", "") == "HiddenTestsOfTheSource"
+    )
+    course, _, _ = hostile_class
+    source = nbformat.read(
+        REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb", as_version=4
+    )
+    instructor = next(c for c in source.cells if c.metadata.nbgrader.get("grade_id") == "test_apply_rope")
+    essay = nbformat.v4.new_markdown_cell(MARKERS + "### END HIDDEN TESTS\nmy essay\n" + MARKERS + "the end")
+    essay.metadata.nbgrader = {
+        "grade": True,
+        "solution": True,
+        "grade_id": "essay",
+        "points": 1,
+        "locked": False,
+    }
+    forged = nbformat.v4.new_code_cell("# BEGIN HIDDEN TESTS\nmine = 1")
+    forged.metadata.nbgrader = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": "test_sinusoidal_pe",
+    }
+    nb = nbformat.v4.new_notebook(cells=[essay, forged, nbformat.from_dict(instructor)])
+    resources = {"nbgrader": {"db_url": f"sqlite:///{course / 'gradebook.db'}", "notebook": "positions",
+                              "assignment": "positions"}}  # fmt: skip
+    out, _ = step().preprocess(nb, resources)
+    assert out.cells[0].source == essay.source and out.cells[1].source == forged.source
+    assert "check_apply_rope(apply_rope)" in out.cells[2].source and "hidden=True" not in out.cells[2].source
+    assert "hidden=True" in instructor.source  # the source had it
