@@ -1,9 +1,11 @@
 """``posref lab``: open the course in JupyterLab on its start page (``make lab`` runs it).
 
-A student's JupyterLab keeps nbgrader's Validate button and Assignment List (a JupyterHub course hands in through
-them) and hides the instructor's tools, the formgrader and the create-assignment sidebar: the Jupyter config
-folder ``posref/jupyter_config/student`` turns them off, put first on ``JUPYTER_CONFIG_PATH`` of this one server
-(nothing is written to the user's Jupyter settings). ``--instructor-tools`` leaves them on. Run as root
+A student's JupyterLab keeps nbgrader's Validate button (with an ``nbgrader_config.py`` of its own) and hides the
+rest of nbgrader: the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's
+Assignment List and Course List, which only a JupyterHub course has something behind (its hub serves its own
+JupyterLab; here they could only say "Error fetching courses!"), and JupyterLab's news pop-up. The Jupyter config
+folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server (nothing
+is written to the user's Jupyter settings). ``--instructor-tools`` leaves out that folder. Run as root
 (containers, cloud notebooks), the server gets ``--allow-root``, without which JupyterLab refuses to start.
 The instructor's JupyterLab, with the course's nbgrader configuration, is ``python -m autograder lab``.
 
