@@ -33,6 +33,13 @@ from posref.grading.child.scratch import remove_tree
 from posref.grading.report import StudentError
 
 MAX_RESTARTS = 6
+# starts of the reference child, and runs of a speed check whose reference child failed
+REFERENCE_ATTEMPTS = 3
+
+
+class GraderFailed(Exception):
+    """A process of the grader's own failed however often it was started again: the notebook is "could not grade"
+    with this reason, never a student's lost point."""
 
 
 @dataclass
@@ -171,19 +178,32 @@ class _Children:
         """The reference function ``"module:name"`` in a child like the student's (same sandbox, same pipes),
         kept for the worker's lifetime: it runs only posref, never student code. One child holds every speed
         checker's reference (``reference_paths()``: one start per worker, not one per reference, 1.5-2.6 s each
-        on the loaded 2-core machine); any other path gets a child of its own."""
+        on the loaded 2-core machine); any other path gets a child of its own. A child that ended, or that has used
+        ``RENEW_AFTER`` of its CPU limit (a limit per process, which would end it in the middle of a check after a
+        few thousand checks), is started afresh; a start that fails is tried again, ``REFERENCE_ATTEMPTS`` times
+        in all, and then raises ``GraderFailed``: the grader's failure, never the student's."""
         shared = reference_paths()
         key = "*" if path in shared else path
-        child = _REFERENCE_CHILDREN.get(key)
-        if child is None or not child.alive:
-            if child is not None:
-                child.close()
-            imports = [
-                f"from {module} import {name}" for module, name in (p.split(":") for p in (shared if key == "*" else [path]))
-            ]  # fmt: skip
-            # never a fork: the fork server's children are one student's at a time, and end each other
-            child = _REFERENCE_CHILDREN[key] = self._start([(0, "\n".join(imports))], None, fork=False)
-        return RemoteFunction(child, path.split(":")[1])
+        child = _REFERENCE_CHILDREN.pop(key, None)
+        if child is not None and child.alive and not self.sandbox.worn(child.processes()):
+            _REFERENCE_CHILDREN[key] = child
+            return RemoteFunction(child, path.split(":")[1])
+        if child is not None:
+            child.close()
+        imports = "\n".join(
+            f"from {module} import {name}" for module, name in (p.split(":") for p in (shared if key == "*" else [path]))
+        )  # fmt: skip
+        reason = ""
+        for _ in range(REFERENCE_ATTEMPTS):
+            try:
+                # never a fork: the fork server's children are one student's at a time, and end each other
+                child = _REFERENCE_CHILDREN[key] = self._start([(0, imports)], None, fork=False)
+                return RemoteFunction(child, path.split(":")[1])
+            except ChildFailed as failure:
+                reason = failure.reason
+        raise GraderFailed(
+            f"the grader's reference process could not start ({REFERENCE_ATTEMPTS} attempts): {reason}"
+        )
 
     def close(self) -> None:
         if self.student is not None:
@@ -376,10 +396,11 @@ def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: st
     check = getattr(checkers, name)
     try:
         if name.endswith("_speed"):
-            path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")
-            check(remote, device="cpu", reference=children.reference_fn(path))
+            _timed_against_reference(children, check, remote)
         else:
             check(remote, hidden=True, device="cpu")
+    except GraderFailed:
+        raise
     except checkers.CheckFailed as failure:
         if isinstance(failure.__cause__, ChildFailed):
             child.kill()  # restarted for the next check
@@ -393,3 +414,26 @@ def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: st
         # student's failure, never "could not grade" (that would send a wrong answer to manual grading)
         return f"{fn} returned something the check could not compare ({type(err).__name__}: {student_text(str(err))})"
     return ""
+
+
+def _timed_against_reference(children: _Children, check, remote: RemoteFunction) -> None:
+    """Run the speed checker ``check`` on the student's ``remote`` against the reference in the worker's reference
+    child. When that child fails during the check (killed by its CPU limit, a hang, a kill from outside: whatever
+    ends it is the grader's, not the student's, whose child is another), the check runs again with the child
+    started afresh, ``REFERENCE_ATTEMPTS`` times in all, then ``GraderFailed``; the record says so (``problems``).
+    A failure of the student's own child is raised as it comes, for ``_run_check``."""
+    name = check.__name__
+    path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")
+    for attempt in range(1, REFERENCE_ATTEMPTS + 1):
+        reference = children.reference_fn(path)
+        try:
+            check(remote, device="cpu", reference=reference)
+            return
+        except (ChildFailed, checkers.CheckFailed) as failure:
+            cause = failure if isinstance(failure, ChildFailed) else failure.__cause__
+            if reference.child.alive or not isinstance(cause, ChildFailed):
+                raise
+            what = f"the grader's reference process failed during {name} ({cause.reason})"
+            if attempt == REFERENCE_ATTEMPTS:
+                raise GraderFailed(f"{what}, {REFERENCE_ATTEMPTS} times") from None
+            children.problems.append(f"{what}: it was started again and the check run again")

@@ -9,9 +9,12 @@ It has no network, a PID namespace of the sandbox's own (nothing it forks outliv
 seconds, address space, processes and file size. Children are forks of one such sandboxed process per worker
 that imported torch once (``fork_server``, see ``posref/grading/child/forkserver.py``). A child's memory as a whole
 (memfd and tmpfs included) is bounded by a memory cgroup per child where the grader can make one
-(``cgroup.py``); everywhere, a seccomp filter refuses memfd and System V shared memory (``seccomp.py``), the
-memory that no per-process limit counts. When the grader runs as root it
-drops to a per-worker unprivileged uid first (as root the process limit is not enforced).
+(``cgroup.py``); everywhere, a seccomp filter (``seccomp.py``) refuses memfd and System V shared memory, the
+memory that no per-process limit counts, and what would outlive the child in the kernel: System V message queues
+and semaphores, POSIX message queues (all of them kept by the IPC namespace, which every fork of one server
+shares) and keys (a uid's keyring is the uid's, on the host too). A child starts with a session keyring of its
+own, empty (not the grader's). When the grader runs as root it drops to a per-worker unprivileged uid first (as
+root the process limit is not enforced).
 
 Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) the child still runs with the
 resource limits, but without filesystem or network isolation, in a private folder of the grader's (each child
@@ -28,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,7 @@ from autograder.cgroup import MemoryGroup, MemoryGroups
 from autograder.course import REPO
 from posref._data import DATA_DIR
 from posref.grading.child.forkserver import ForkServer, ServerGone
+from posref.grading.child.processes import cpu_seconds
 
 POSREF_IN_SANDBOX = "/opt/posref"
 # what the course notebooks' first cells import (and their explorers), imported once by each worker's fork server
@@ -59,6 +64,10 @@ PRELOAD = (
     "posref.scaling",
 )
 MAX_ENTRIES = 10_000  # files, folders and links of a submission folder given to the child
+# a process of the grader's own that lives as long as the worker (the fork server, the reference child) is started
+# afresh before the next use once it has used this share of its CPU limit: the limit, per process and never reset,
+# would otherwise end it in the middle of a student's check after a few thousand of them
+RENEW_AFTER = 0.5
 MAX_DEPTH = 64
 
 
@@ -202,13 +211,13 @@ class Sandbox:
         return bwrap, str(work), [POSREF_IN_SANDBOX]
 
     def fork_server(self) -> ForkServer | None:
-        """This worker's fork server for children of this sandbox (started on first use, again if it ended),
-        or None without bubblewrap (the server needs a PID namespace of its own) or where it cannot start."""
+        """This worker's fork server for children of this sandbox (started on first use, again if it ended or
+        has used ``RENEW_AFTER`` of its CPU limit: it is never in use between children), or None without bubblewrap (the server needs a PID namespace of its own) or where it cannot start."""
         if self.problem is not None:
             return None
         key = (self.uid, self.limits)
         server = _FORK_SERVERS.get(key)
-        if server is not None and server.alive:
+        if server is not None and server.alive and not self.worn([server.pid]):
             return server
         if server is not None:
             server.close()
@@ -227,6 +236,11 @@ class Sandbox:
             _FORK_SERVERS.pop(key, None)
             return None
         return server
+
+    def worn(self, pids: Iterable[int]) -> bool:
+        """Whether a long-lived process of the grader's own (``pids``: its processes) has used ``RENEW_AFTER`` of its
+        CPU limit, and so is to be started afresh before it is used again."""
+        return cpu_seconds(pids) > RENEW_AFTER * self.limits.cpu_seconds
 
     def env(self) -> dict[str, str]:
         return {
@@ -252,6 +266,7 @@ class Sandbox:
         resource.setrlimit(resource.RLIMIT_NPROC, (lim.processes, lim.processes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        seccomp.new_session_keyring()
         if self.seccomp_problem is None:
             seccomp.install()
 

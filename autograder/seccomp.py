@@ -1,11 +1,23 @@
 """A seccomp filter that refuses the system calls through which a child could take memory that no resource
-limit counts: ``memfd_create`` and ``memfd_secret`` (anonymous files) and ``shmget`` (System V shared memory).
+limit counts, or leave something in the kernel that outlives it:
 
-``RLIMIT_AS`` bounds what a process maps, but the pages of an anonymous file or a shared-memory segment stay
-allocated after they are unmapped, so a loop of create / fill / unmap takes memory without limit. With these
-calls refused (``EPERM``, which Python raises as ``PermissionError``) and every tmpfs of the sandbox
-size-limited, what a child holds is bounded by its processes' address spaces even where no memory cgroup can be
-had (see ``autograder/cgroup.py``). The filter is installed in the forked child before exec (``set_limits``),
+- ``memfd_create`` and ``memfd_secret`` (anonymous files) and ``shmget`` (System V shared memory): ``RLIMIT_AS``
+  bounds what a process maps, but the pages of an anonymous file or a shared-memory segment stay allocated after
+  they are unmapped, so a loop of create / fill / unmap takes memory without limit;
+- ``msgget``, ``semget`` (System V message queues and semaphores) and ``mq_open`` (POSIX message queues): they
+  live in the IPC namespace until removed, not with the process that made them. Every child forked from one
+  worker's fork server shares that server's namespace, so a queue made by one student's child was read by the
+  next student's, and 2,000 of them held 32 MB of kernel memory outside every limit until the worker ended;
+- ``add_key``, ``request_key`` and ``keyctl`` (the kernel's keyrings): a user's keyring belongs to the uid, not
+  to a process or a namespace the sandbox makes (as root the child runs as the worker's uid on the host), so a key
+  added by one child was read by the next and stayed readable by that uid on the host after the run; and no
+  namespace bounds the keys a uid may hold.
+
+Nothing a notebook of this course does needs them (Python's ``multiprocessing`` and torch share memory through
+files in ``/dev/shm``, which is a size-limited tmpfs emptied between children). Refused (``EPERM``, which Python
+raises as ``PermissionError``), what a child holds is bounded by its processes' address spaces even where no memory
+cgroup can be had (see ``autograder/cgroup.py``), and nothing of it is left when its processes end. The filter
+is installed in the forked child before exec (``set_limits``),
 so it holds for everything the child starts; a call from another architecture's ABI (x32, i386) kills the
 process, since it could reach these calls under other numbers.
 
@@ -22,10 +34,38 @@ import struct
 
 # (audit architecture, {name: number}) of the architectures the filter knows
 _ARCHITECTURES = {
-    "x86_64": (0xC000003E, {"shmget": 29, "memfd_create": 319, "memfd_secret": 447}),
-    "aarch64": (0xC00000B7, {"shmget": 194, "memfd_create": 279, "memfd_secret": 447}),
+    "x86_64": (
+        0xC000003E,
+        {
+            "shmget": 29,
+            "semget": 64,
+            "msgget": 68,
+            "mq_open": 240,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "memfd_create": 319,
+            "memfd_secret": 447,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "mq_open": 180,
+            "msgget": 186,
+            "semget": 190,
+            "shmget": 194,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "memfd_create": 279,
+            "memfd_secret": 447,
+        },
+    ),
 }
-DENIED = ("memfd_create", "memfd_secret", "shmget")
+DENIED = (
+    "memfd_create", "memfd_secret", "shmget", "msgget", "semget", "mq_open", "add_key", "request_key", "keyctl"
+)  # fmt: skip
 
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _KILL_PROCESS, _ALLOW, _ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
@@ -58,6 +98,20 @@ def program(machine: str | None = None) -> bytes | None:
     code.append(_instruction(_RET_K, 0, 0, _ERRNO | errno.EPERM))
     code.append(_instruction(_RET_K, 0, 0, _KILL_PROCESS))
     return b"".join(code)
+
+
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def new_session_keyring() -> None:
+    """Give this process (and what it starts) a new, empty session keyring instead of the one it inherited: a child
+    would otherwise possess the grader's session keyring, and ``/proc/keys`` lists the keys a process possesses
+    (their names), keyctl or not. Run before ``install`` (which refuses keyctl); a kernel without keyrings is
+    left as it is."""
+    known = _ARCHITECTURES.get(platform.machine())
+    if known is not None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall(ctypes.c_long(known[1]["keyctl"]), ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), None)
 
 
 class _SockFprog(ctypes.Structure):

@@ -9,10 +9,14 @@ import nbformat
 from autograder.demo.submissions import SUBMISSIONS
 
 
-def write_submissions(released: Path, target: Path, names: list[str] | None = None) -> dict[str, str]:
-    """``target/<name>/positions.ipynb`` (+ extra files) for each example; returns name -> expected score."""
+def write_submissions(
+    released: Path, target: Path, names: list[str] | None = None, examples: dict | None = None
+) -> dict[str, str]:
+    """``target/<name>/positions.ipynb`` (+ extra files) for each example of ``examples`` (default: the demo's
+    ``SUBMISSIONS``, in their form: name -> (answers by grade id, files, score, why)); returns name -> expected
+    score."""
     expected = {}
-    for name, (answers, files, score, why) in SUBMISSIONS.items():
+    for name, (answers, files, score, why) in (SUBMISSIONS if examples is None else examples).items():
         if names is not None and name not in names:
             continue
         nb = nbformat.read(released, as_version=4)

@@ -1,4 +1,5 @@
-"""What the autograder's tests share: the sandbox marker, an unsandboxed child, a gradebook without alembic."""
+"""What the autograder's tests share: the sandbox marker, an unsandboxed child, a gradebook without alembic, and a
+class of the demo assignment handing in submissions of a test's own."""
 
 from __future__ import annotations
 
@@ -46,6 +47,39 @@ def pipe_to_grader():
         except OSError:
             pass
 """
+
+
+def demo_environment(monkeypatch, course: Path) -> None:
+    """The course folder ``course`` with the demo assignment (``autograder/demo/source``) as its source."""
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
+    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
+
+
+def release_demo(course: Path) -> Path:
+    """``course`` with the demo assignment released (nbgrader takes seconds: make it once, copy it per test)."""
+    from autograder.course import release
+
+    with pytest.MonkeyPatch.context() as mp:
+        demo_environment(mp, course)
+        release("positions")
+    return course
+
+
+def hand_in(released: Path, course: Path, monkeypatch, answers: dict[str, dict[str, str]]) -> Path:
+    """A copy of the released demo course at ``course``, where each student of ``answers`` (id -> the code of
+    their answer cells by grade id) has handed in the demo notebook, imported by the course's own import; the
+    course's environment is set for the test."""
+    from autograder.demo.build import write_submissions
+    from autograder.submissions import import_submissions
+
+    shutil.copytree(released, course)
+    demo_environment(monkeypatch, course)
+    examples = {student: (cells, {}, None, "") for student, cells in answers.items()}
+    handed = course.parent / f"{course.name}-handed-in"
+    write_submissions(course / "release" / "positions" / "positions.ipynb", handed, examples=examples)
+    import_submissions(handed, "positions")
+    return course
 
 
 def gradebook_copy(course: Path, empty: Path) -> Gradebook:

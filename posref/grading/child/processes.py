@@ -1,5 +1,6 @@
 """The processes of a sandboxed child, found and stopped: what keeps a student's processes off the CPU while the
-reference is timed (``posref.grading.speed.timing``).
+reference is timed (``posref.grading.speed.timing``); and the CPU time they used, what tells the grader to start a
+long-lived child of its own afresh before its CPU limit ends it (``autograder.record``).
 
 A child's processes are its descendants and whatever is left in its session (a process whose parent died is
 adopted by the sandbox's first process, or, without the sandbox, by some other process: then its session still
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 
@@ -48,6 +49,21 @@ def frozen(processes: Callable[[], set[int]]) -> Iterator[None]:
     finally:
         for pid in stopped:
             _signal(pid, signal.SIGCONT)
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """The most CPU seconds (user and system, all threads) any one of ``pids`` has used: what ``RLIMIT_CPU``, a limit
+    per process, is measured against. 0 for processes that are gone."""
+    tick, most = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                # fields after "(comm)": state is the 1st, utime and stime the 12th and 13th
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        most = max(most, (int(fields[11]) + int(fields[12])) / tick)
+    return most
 
 
 def _process_table() -> dict[int, tuple[int, int]]:

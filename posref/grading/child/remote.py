@@ -64,6 +64,7 @@ from posref.grading.speed.timing import TimedElsewhere, chain_output_problem
 MAX_FRAME = 256 * 2**20
 MAX_NAMES, MAX_NAME = 10_000, 200  # names a child reports defined, and characters of each
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
+EXIT_GRACE = 2.0  # seconds a child whose pipe broke has to end by itself before it is killed
 _ALIGN = 64
 _HEADER = struct.Struct("<Q")
 
@@ -369,7 +370,19 @@ class Child:
         try:
             _write_all(self._to_child, frame)
         except (BrokenPipeError, OSError):
-            raise ChildFailed(self._ended()) from None
+            raise ChildFailed(self._gone()) from None
+
+    def _gone(self) -> str:
+        """Why the child no longer reads its pipe, once it has ended: a process killed by a signal closes its pipes
+        a moment before its exit status can be read, so it gets ``EXIT_GRACE`` seconds to end by itself (and the
+        reason is its own, e.g. its CPU limit), then it is killed. Either way it is not alive afterwards: the grader
+        tells a failed child by that (``autograder.record``)."""
+        deadline = time.monotonic() + EXIT_GRACE
+        while self.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        reason = self._ended()
+        self.kill()
+        return reason
 
     def _ended(self) -> str:
         code = self.process.poll()
