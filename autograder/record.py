@@ -134,20 +134,29 @@ class _Children:
         self.deadline = time.monotonic() + budget
         self.student: Child | None = None
 
-    def _start(self, cells, deadline: float | None, files: Sequence = (), *, fork: bool = True) -> Child:
-        """A child running ``cells``: a fork of the worker's fork server where there is one (``fork``), else a
-        freshly started sandbox."""
-        command, cwd, python_path = self.sandbox.python_command(self.scratch)
-        server = self.sandbox.fork_server() if fork else None
-        group = self.sandbox.memory.make()
+    def _start(
+        self,
+        cells,
+        deadline: float | None,
+        files: Sequence = (),
+        *,
+        fork: bool = True,
+        sandbox: Sandbox | None = None,
+    ) -> Child:
+        """A child running ``cells`` in ``sandbox`` (default: the students'): a fork of the worker's fork server
+        where there is one (``fork``), else a freshly started sandbox."""
+        sandbox = sandbox or self.sandbox
+        command, cwd, python_path = sandbox.python_command(self.scratch)
+        server = sandbox.fork_server() if fork else None
+        group = sandbox.memory.make()
         launch = functools.partial(server.fork, join=group and group.add) if server is not None else None
         try:
-            return Child(command, cells, env=self.sandbox.env(), cwd=cwd, python_path=python_path,
-                         preexec_fn=functools.partial(self.sandbox.set_limits, group), cell_timeout=self.timeout,
+            return Child(command, cells, env=sandbox.env(), cwd=cwd, python_path=python_path,
+                         preexec_fn=functools.partial(sandbox.set_limits, group), cell_timeout=self.timeout,
                          call_timeout=self.timeout, log_path=str(self.scratch.parent / "child.log"),
                          deadline=deadline, files=files, on_close=group and group.remove, launch=launch)  # fmt: skip
         except ServerGone:  # a server that a child of an earlier student ended: start this one afresh
-            return self._start(cells, deadline, files, fork=False)
+            return self._start(cells, deadline, files, fork=False, sandbox=sandbox)
 
     @property
     def out_of_time(self) -> str:
@@ -196,8 +205,11 @@ class _Children:
         reason = ""
         for _ in range(REFERENCE_ATTEMPTS):
             try:
-                # never a fork: the fork server's children are one student's at a time, and end each other
-                child = _REFERENCE_CHILDREN[key] = self._start([(0, imports)], None, fork=False)
+                # never a fork (the fork server's children are one student's at a time, and end each other), and
+                # a uid of its own (``Sandbox.for_reference``)
+                child = _REFERENCE_CHILDREN[key] = self._start(
+                    [(0, imports)], None, fork=False, sandbox=self.sandbox.for_reference
+                )
                 return RemoteFunction(child, path.split(":")[1])
             except ChildFailed as failure:
                 reason = failure.reason
@@ -396,7 +408,7 @@ def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: st
     check = getattr(checkers, name)
     try:
         if name.endswith("_speed"):
-            _timed_against_reference(children, check, remote)
+            _timed_against_reference(children, name, remote)
         else:
             check(remote, hidden=True, device="cpu")
     except GraderFailed:
@@ -416,13 +428,13 @@ def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: st
     return ""
 
 
-def _timed_against_reference(children: _Children, check, remote: RemoteFunction) -> None:
-    """Run the speed checker ``check`` on the student's ``remote`` against the reference in the worker's reference
+def _timed_against_reference(children: _Children, name: str, remote: RemoteFunction) -> None:
+    """Run the speed checker ``name`` on the student's ``remote`` against the reference in the worker's reference
     child. When that child fails during the check (killed by its CPU limit, a hang, a kill from outside: whatever
     ends it is the grader's, not the student's, whose child is another), the check runs again with the child
     started afresh, ``REFERENCE_ATTEMPTS`` times in all, then ``GraderFailed``; the record says so (``problems``).
     A failure of the student's own child is raised as it comes, for ``_run_check``."""
-    name = check.__name__
+    check = getattr(checkers, name)
     path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")
     for attempt in range(1, REFERENCE_ATTEMPTS + 1):
         reference = children.reference_fn(path)

@@ -13,8 +13,11 @@ that imported torch once (``fork_server``, see ``posref/grading/child/forkserver
 memory that no per-process limit counts, and what would outlive the child in the kernel: System V message queues
 and semaphores, POSIX message queues (all of them kept by the IPC namespace, which every fork of one server
 shares) and keys (a uid's keyring is the uid's, on the host too). A child starts with a session keyring of its
-own, empty (not the grader's). When the grader runs as root it drops to a per-worker unprivileged uid first (as
-root the process limit is not enforced).
+own, empty (not the grader's). The sandbox's root and ``/dev`` are read-only; ``/proc/1/cmdline`` and
+``/proc/self/mountinfo`` name the host's folders of what is bound read-only, which gives a child nothing it does not
+have. The grader's own long-lived children (the fork server, the speed checks' reference) are started afresh
+before their CPU limit, per process and never reset, can end them (``RENEW_AFTER``). When the grader runs as
+root it drops to a per-worker unprivileged uid first (as root the process limit is not enforced).
 
 Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) the child still runs with the
 resource limits, but without filesystem or network isolation, in a private folder of the grader's (each child
@@ -68,6 +71,10 @@ MAX_ENTRIES = 10_000  # files, folders and links of a submission folder given to
 # afresh before the next use once it has used this share of its CPU limit: the limit, per process and never reset,
 # would otherwise end it in the middle of a student's check after a few thousand of them
 RENEW_AFTER = 0.5
+# as root, the speed checks' reference child runs as the students' uid + this: what a uid holds is counted per uid
+# (processes and threads against one process limit, keys, inotify instances), and the grader's reference shares
+# none of it with a student's child
+REFERENCE_UID_OFFSET = 1000
 MAX_DEPTH = 64
 
 
@@ -206,13 +213,17 @@ class Sandbox:
             "--ro-bind", str(REPO / "posref"), f"{POSREF_IN_SANDBOX}/posref",
             "--ro-bind", str(DATA_DIR), f"{POSREF_IN_SANDBOX}/data",
             "--perms", "1777", "--size", str(self.limits.scratch_size), "--tmpfs", "/scratch", "--chdir", "/scratch",
+            # the sandbox's root and /dev are tmpfs without a size limit, and the child's own when bubblewrap made
+            # its user namespace (an instructor's account): read-only, no memory is taken through them
+            "--remount-ro", "/", "--remount-ro", "/dev",
             "--", *drop, python, "-I",
         ]  # fmt: skip
         return bwrap, str(work), [POSREF_IN_SANDBOX]
 
     def fork_server(self) -> ForkServer | None:
         """This worker's fork server for children of this sandbox (started on first use, again if it ended or
-        has used ``RENEW_AFTER`` of its CPU limit: it is never in use between children), or None without bubblewrap (the server needs a PID namespace of its own) or where it cannot start."""
+        has used ``RENEW_AFTER`` of its CPU limit: it is never in use between children), or None without
+        bubblewrap (the server needs a PID namespace of its own) or where it cannot start."""
         if self.problem is not None:
             return None
         key = (self.uid, self.limits)
@@ -236,6 +247,14 @@ class Sandbox:
             _FORK_SERVERS.pop(key, None)
             return None
         return server
+
+    @functools.cached_property
+    def for_reference(self) -> Sandbox:
+        """The sandbox of the speed checks' reference child: this one, as another unprivileged uid when root
+        (``REFERENCE_UID_OFFSET``), so that no student's processes count against its process limit."""
+        if self.uid is None:
+            return self
+        return Sandbox(uid=self.uid + REFERENCE_UID_OFFSET, limits=self.limits)
 
     def worn(self, pids: Iterable[int]) -> bool:
         """Whether a long-lived process of the grader's own (``pids``: its processes) has used ``RENEW_AFTER`` of its

@@ -8,8 +8,8 @@ removed after each student; the instructor's process writes the gradebook, the r
 
 A worker process keeps one ``Sandbox`` with its own unprivileged uid (when root: 62001, 62002, … taken with a
 lock file in the temporary folder, so that every worker process on a machine has its own, however they were
-started) and one scratch folder for its whole life (the sandbox's per-worker state, reference children
-included, lives as long as the process).
+started; its speed checks' reference child runs as that uid + 1000) and one scratch folder for its whole life
+(the sandbox's per-worker state, reference children included, lives as long as the process).
 """
 
 from __future__ import annotations

@@ -143,12 +143,12 @@ def test_a_reference_killed_while_it_starts_is_started_again(
     course = hand_in(released, tmp_path / "course", monkeypatch, {"alice": CORRECT})
     real, starts = record._Children._start, []
 
-    def first_start_dies(self, cells, deadline, files=(), *, fork=True):
-        if not fork:  # the reference child (the students' are forks)
+    def first_start_dies(self, cells, deadline, files=(), **options):
+        if options.get("fork") is False:  # the reference child (the students' are forks)
             starts.append(cells)
             if len(starts) == 1:  # dies as its CPU limit would end it, before its imports are done
                 cells = [(0, "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)")]
-        return real(self, cells, deadline, files, fork=fork)
+        return real(self, cells, deadline, files, **options)
 
     monkeypatch.setattr(record._Children, "_start", first_start_dies)
     rows = _grade(course, in_process_worker, "alice")
@@ -161,10 +161,10 @@ def test_a_reference_that_cannot_be_had_makes_could_not_grade_and_the_next_stude
     course = hand_in(released, tmp_path / "course", monkeypatch, {"alice": CORRECT, "classmate": CORRECT})
     real = record._Children._start
 
-    def reference_dies(self, cells, deadline, files=(), *, fork=True):
-        if not fork:
+    def reference_dies(self, cells, deadline, files=(), **options):
+        if options.get("fork") is False:
             cells = [(0, "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)")]
-        return real(self, cells, deadline, files, fork=fork)
+        return real(self, cells, deadline, files, **options)
 
     with monkeypatch.context() as broken:
         broken.setattr(record._Children, "_start", reference_dies)
@@ -210,3 +210,27 @@ def test_a_worker_grading_thousands_of_speed_checks_keeps_its_reference_child(
     assert {s: _score(r) for s, r in rows.items()} == dict.fromkeys(students, ("graded", 6.0))
     assert [_record(course, s)["problems"] for s in students] == [[]] * 5  # never killed, never run again
     assert len(seen) >= 2  # started afresh on the way
+
+
+def _uids(child: Child) -> set[int]:
+    uids = set()
+    for pid in child.processes():
+        with open(f"/proc/{pid}/status") as f:
+            uids |= {int(line.split()[1]) for line in f if line.startswith("Uid:")}
+    return uids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user every child runs as that user")
+def test_the_reference_child_shares_no_uid_with_a_students_child(tmp_path, no_reference_yet):
+    """What a uid holds is counted per uid: its processes and threads (64), its keys, inotify instances and queue
+    bytes. The reference child ran as the students' uid, so a student holding all of them could starve it (a
+    thread it needed, a start after a renewal): it runs as a uid of its own."""
+    box = Sandbox()
+    children = record._Children([(0, "x = 1")], box, box.scratch(tmp_path), [], timeout=60, budget=300)
+    try:
+        student = children.get()
+        reference = children.reference_fn("posref:apply_rope").child
+        assert _uids(student) - {0} == {box.uid}  # bubblewrap's own processes are root's
+        assert _uids(reference) - {0} == {box.uid + sandbox.REFERENCE_UID_OFFSET}
+    finally:
+        children.close()

@@ -7,6 +7,7 @@ import os
 import pytest
 from course_helpers import needs_bwrap, plain_child
 
+from autograder.course import REPO
 from autograder.sandbox import Sandbox, submission_files
 from posref.grading.child.remote import Child, ChildFailed
 
@@ -55,6 +56,49 @@ def scratch():
         child.close()
     # the working directory is the child's own tmpfs: nothing it writes reaches the grader's disk
     assert list(work.parent.rglob("allowed.txt")) == [] and not (tmp_path / "evil").exists()
+
+
+HOST_NAMES = """
+import os, tempfile
+def names():
+    # the host's names of what the sandbox shows: bubblewrap's command line (its first process is this PID
+    # namespace's 1) and the root of each mount (a bind's folder as the host names it)
+    named = [a for a in open("/proc/1/cmdline").read().split("\\0") if a.startswith("/")]
+    named += [line.split()[3] for line in open("/proc/self/mountinfo")]
+    return sorted(set(named))
+def reach(path):
+    # whether the path is here at all, and whether this process can make a file where it is
+    if not os.path.exists(path):
+        return "absent"
+    try:
+        with tempfile.TemporaryFile(dir=path if os.path.isdir(path) else os.path.dirname(path)):
+            return "writable"
+    except OSError:
+        return "read-only"
+"""
+
+
+@needs_bwrap
+def test_the_host_paths_a_child_can_read_about_give_it_nothing_it_has_not(tmp_path):
+    """Not hidden: ``/proc/1/cmdline`` (bubblewrap's arguments) and ``/proc/self/mountinfo`` name the host's folders
+    of the Python environment and of posref, whatever their names inside, and ``sys.prefix`` names the first anyway.
+    What must hold is that a name gives nothing: each named path is absent here, or a read-only folder the child
+    has anyway, or one of its own size-limited tmpfs; the checkout is not among them. (The sandbox's root and
+    ``/dev`` were writable tmpfs without a size limit where bubblewrap makes the user namespace: now read-only.)"""
+    sandbox = Sandbox()
+    command, cwd, path = sandbox.python_command(sandbox.scratch(tmp_path))
+    child = Child(command, [(0, HOST_NAMES)], env=sandbox.env(), cwd=cwd, python_path=path,
+                  preexec_fn=sandbox.set_limits)  # fmt: skip
+    try:
+        names = child.call("names", (), {})
+        reach = {name: child.call("reach", (name,), {}) for name in names}
+        solutions = child.call("reach", (str(REPO / "solutions"),), {})  # the instructor's notebooks
+    finally:
+        child.close()
+    assert str(REPO / "posref") in names  # what is not hidden (the test sees what a child sees)
+    writable = {name for name, how in reach.items() if how == "writable"}
+    assert writable <= {"/tmp", "/dev/shm", "/scratch"}, writable
+    assert reach[str(REPO / "posref")] == "absent" and solutions == "absent"
 
 
 def test_a_child_that_dies_is_reported_with_the_cell_that_killed_it(tmp_path):
