@@ -8,8 +8,9 @@ import io
 import re
 import shutil
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from nbgrader.api import Gradebook
@@ -47,6 +48,22 @@ def pipe_to_grader():
         except OSError:
             pass
 """
+
+
+def run_command(*args: str) -> SimpleNamespace:
+    """``python -m autograder ARGS`` as the instructor types it (``cli.main``, in this process: a Python start and
+    nbgrader's imports cost seconds each), with its exit status, stdout and stderr as the terminal shows them."""
+    from autograder import cli
+
+    out, err, status = io.StringIO(), io.StringIO(), 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            cli.main(list(args))
+        except SystemExit as exit:  # Python prints a message given to SystemExit and exits with 1
+            status = exit.code if isinstance(exit.code, int) or exit.code is None else 1
+            if isinstance(exit.code, str):
+                print(exit.code, file=sys.stderr)
+    return SimpleNamespace(returncode=status or 0, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def demo_environment(monkeypatch, course: Path) -> None:

@@ -18,11 +18,11 @@ import re
 from pathlib import Path
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, release_demo
+from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_command
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
-from autograder import cli, seccomp
+from autograder import seccomp
 from autograder.demo.submissions import PE, ROPE
 from autograder.record import _Children
 from autograder.sandbox import Limits, Sandbox
@@ -42,8 +42,10 @@ def _made(result):
     return "made" if result >= 0 else os.strerror(ctypes.get_errno())
 
 
-def leave():
-    """Everything a child may leave behind, with what became of each attempt: [(what, "made" or the error)]."""
+def leave(process=True):
+    """Everything a child may leave behind, with what became of each attempt: [(what, "made" or the error)];
+    ``process``: also a process of a session of its own holding an abstract socket (only in a sandbox: on the host
+    nothing would end it)."""
     done = {}
     queues = 0
     while queues < 2000 and _libc.msgget(0x7005 + queues, 0o1666) >= 0:  # IPC_CREAT | 0666
@@ -55,14 +57,15 @@ def leave():
     done["user key"] = _made(_libc.syscall(_ADD_KEY, b"user", NAME, b"42", 2, -4))  # KEY_SPEC_USER_KEYRING
     done["session key"] = _made(_libc.syscall(_ADD_KEY, b"user", NAME, b"42", 2, -3))  # KEY_SPEC_SESSION_KEYRING
     done["named session keyring"] = _made(_libc.syscall(_KEYCTL, 1, NAME))  # KEYCTL_JOIN_SESSION_KEYRING
-    holder = socket.socket(socket.AF_UNIX)
-    holder.bind(b"\0" + NAME)
-    holder.listen()
-    if os.fork() == 0:  # a process of a session of its own keeps the abstract socket
-        os.setsid()
-        time.sleep(600)
-        os._exit(0)
-    holder.close()
+    if process:
+        holder = socket.socket(socket.AF_UNIX)
+        holder.bind(b"\0" + NAME)
+        holder.listen()
+        if os.fork() == 0:  # a process of a session of its own keeps the abstract socket
+            os.setsid()
+            time.sleep(600)
+            os._exit(0)
+        holder.close()
     for folder in (".", "/tmp", "/dev/shm"):
         try:
             with open(f"{folder}/posref-leak", "w") as f:
@@ -198,8 +201,13 @@ def test_a_child_leaves_nothing_for_the_next_student_nor_on_the_host(
     })  # fmt: skip
     keys_before = _host_keys()
     for student in ("attacker", "spy", "classmate"):  # in this order, by the same worker
-        cli.main(["autograde", "positions", "--scheduler", in_process_worker, "--student", student])
-    cli.main(["export", "positions"])
+        assert (
+            run_command(
+                "autograde", "positions", "--scheduler", in_process_worker, "--student", student
+            ).returncode
+            == 0
+        )
+    assert run_command("export", "positions").returncode == 0
     with open(course / "positions-grades.csv") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     assert {s: (rows[s]["status"], float(rows[s]["score"])) for s in rows} == {
@@ -224,7 +232,7 @@ def test_the_refused_calls_fail_in_a_child_without_the_sandbox_too(tmp_path):
     if Sandbox().seccomp_problem is not None:
         pytest.skip(Sandbox().seccomp_problem)
     with plain_child(KERNEL_OBJECTS, cwd=str(tmp_path), preexec_fn=Sandbox().set_limits) as child:
-        left = dict(child.call("leave", (), {}))
+        left = dict(child.call("leave", (False,), {}))
     assert {what: left[what] for what in ("message queues", *KERNEL)} == dict.fromkeys(
         ("message queues", *KERNEL), REFUSED
     )

@@ -21,11 +21,11 @@ import os
 import signal
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, release_demo
+from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_command
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
-from autograder import cli, record, sandbox
+from autograder import record, sandbox
 from autograder.demo.submissions import PE, ROPE
 from autograder.sandbox import Limits, Sandbox
 from posref.grading.child.processes import cpu_seconds
@@ -56,14 +56,16 @@ def no_reference_yet():
     yield
 
 
-def _grade(course, scheduler: str, *students: str) -> dict[str, dict]:
+def _grade(course, scheduler: str, *students: str, failed: int = 0, listed: int = 0) -> dict[str, dict]:
     """``autograde`` each of ``students`` in turn (every student at once when none is named), then ``export``:
-    student -> their row of the CSV."""
+    student -> their row of the CSV. ``failed``, ``listed``: the exit status expected of ``autograde`` (1: a
+    notebook could not be graded) and of ``export`` (1: the CSV holds one that could not be)."""
     for student in students or [None]:
-        cli.main(
-            ["autograde", "positions", "--scheduler", scheduler, *(["--student", student] if student else [])]
-        )
-    cli.main(["export", "positions"])
+        only = ["--student", student] if student else []
+        graded = run_command("autograde", "positions", "--scheduler", scheduler, *only)
+        assert graded.returncode == failed, graded.stderr
+    exported = run_command("export", "positions")
+    assert exported.returncode == listed, exported.stderr
     with open(course / "positions-grades.csv") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
 
@@ -168,8 +170,8 @@ def test_a_reference_that_cannot_be_had_makes_could_not_grade_and_the_next_stude
 
     with monkeypatch.context() as broken:
         broken.setattr(record._Children, "_start", reference_dies)
-        _grade(course, in_process_worker, "alice")
-    rows = _grade(course, in_process_worker, "classmate")
+        _grade(course, in_process_worker, "alice", failed=1, listed=1)
+    rows = _grade(course, in_process_worker, "classmate", listed=1)  # alice's row is still in the CSV
     assert _score(rows["alice"]) == ("could not grade", None)
     assert rows["alice"]["reason"] == (
         "grader error while checking test_apply_rope_speed: GraderFailed: the grader's reference process could not "
