@@ -121,21 +121,6 @@ def report_time(label: str, seconds: float) -> None:
             f.write(line + "\n")
 
 
-def run_solution(name: str, tmp_path: Path, monkeypatch, *, timeout: int = 300, **extra_env: str) -> float:
-    """Run every cell of the solution notebook in a fresh kernel (fast mode), report and return the seconds."""
-    for key, value in notebook_env(tmp_path, **extra_env).items():
-        monkeypatch.setenv(key, value)  # the kernel inherits this process's environment
-    nb = nbformat.read(source(name), as_version=4)
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    start = time.perf_counter()
-    client.execute()
-    seconds = time.perf_counter() - start
-    report_time(f"{name} (solution, POSREF_FAST=1, nbclient)", seconds)
-    return seconds
-
-
 def execute_at_defaults(name: str, tmp_path: Path, monkeypatch, *, nb=None, timeout: int = 1800):
     """Run every cell of the solution ``name`` (or of ``nb``, a changed copy of it) at its default sizes on the CPU
     (no ``POSREF_FAST``, one thread, CUDA hidden: the sizes its text quotes), report the seconds and return the

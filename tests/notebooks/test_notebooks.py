@@ -1,6 +1,7 @@
 """Every course notebook: released copy in sync with its source, no stored outputs, no solution or hidden test in
-the release, each solution runs top to bottom in fast mode, and grading gives the solution every autograded point
-and the untouched release none.
+the release, and grading gives the solution every autograded point and the untouched release none. That each
+solution runs top to bottom at its default sizes is shown by ``test_quoted_numbers.py``, which runs each one once
+there and reads its quotes from that run.
 
 The solutions in ``solutions/`` are the only place notebook content is written; ``notebooks/`` is what
 ``nbgrader generate_assignment`` makes of them. The helpers live in tests/notebooks/notebook_helpers.py. Grading runs with
@@ -50,13 +51,6 @@ def test_no_outputs_are_stored(path):
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_release_hides_solutions_and_hidden_tests(name):
     nh.assert_release_hides_solutions(name, extra_markers=("Instructor notes",))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_solution_runs_top_to_bottom(name, tmp_path, monkeypatch):
-    """Every cell of the solution runs without error with ``POSREF_FAST=1`` (its training included, tiny)."""
-    nh.run_solution(name, tmp_path, monkeypatch, POSREF_THREADS="1")
 
 
 @pytest.fixture(scope="module")
