@@ -15,6 +15,7 @@ import pytest
 
 from autograder import seccomp
 from autograder.course import REPO
+from autograder.demo.submissions import PE
 from autograder.record import _Children, _run_check
 from autograder.sandbox import Limits, Sandbox
 from posref.grading.child.remote import Child, ChildFailed
@@ -237,7 +238,8 @@ def test_a_check_that_trips_over_the_childs_data_is_that_checks_failure(tmp_path
         fn(4, 8).no_such_attribute  # noqa: B018  (a checker meeting a value it did not foresee)
 
     monkeypatch.setattr(checkers, "check_sinusoidal_pe", tripping)
-    children = _Children([(0, "from posref import sinusoidal_pe")], SANDBOX, SANDBOX.scratch(tmp_path), [],
+    # an answer of its own: posref's, imported, now earns nothing under the rules (posref.grading.watch)
+    children = _Children([(0, "import torch\n" + PE)], SANDBOX, SANDBOX.scratch(tmp_path), [],
                          timeout=30, budget=120)  # fmt: skip
     try:
         message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
