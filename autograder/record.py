@@ -302,13 +302,40 @@ def grade_notebook(
                 for c in tests
             ]
             return record
-        for cell in tests:
+        verdicts: dict[tuple[str, str], str] = {}  # (checker, function) -> its message, "" when it passed
+        correctness = _correctness_checks(tests)
+
+        def verdict(name: str, fn: str) -> str:
+            if (name, fn) not in verdicts:
+                verdicts[(name, fn)] = _broken_rule(program, answer_cells, name, fn) or _run_check(
+                    children, name, fn
+                )
+            return verdicts[(name, fn)]
+
+        def speed_verdict(position: int, name: str, fn: str) -> str:
+            """A speed check runs only for a function that passed all its correctness checks (the same checks'
+            verdicts, not another draw); else one line that says so."""
+            if children.out_of_time:
+                return children.out_of_time
+            failed = [
+                (where, grade_id)
+                for checker, where, grade_id in correctness.get(fn, [])
+                if verdict(checker, fn)
+            ]
+            if failed:
+                where, grade_id = failed[0]
+                return f"not timed: {fn} fails its correctness check {'above' if where < position else f'({grade_id})'}"
+            return _broken_rule(program, answer_cells, name, fn) or _run_check(
+                children, name, fn, checked=fn in correctness
+            )
+
+        for position, cell in enumerate(tests):
             meta = _meta(cell)
             result = CellResult(meta.get("grade_id", "?"), float(meta.get("points", 0)), 0.0)
             record.cells.append(result)
             try:
                 messages = [
-                    _broken_rule(program, answer_cells, name, fn) or _run_check(children, name, fn)
+                    speed_verdict(position, name, fn) if name.endswith("_speed") else verdict(name, fn)
                     for name, fn in checker_calls(cell.source)
                 ]
             except BudgetSpent:
@@ -383,10 +410,23 @@ def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker
     return ""
 
 
-def _run_check(children: _Children, name: str, fn: str) -> str:
+def _correctness_checks(tests: list) -> dict[str, list[tuple[str, int, str]]]:
+    """function -> (checker, index among the test cells, grade id) of every correctness check (a ``check_*`` that is
+    not a speed check) on it in the notebook's test cells: what its speed check depends on."""
+    found: dict[str, list[tuple[str, int, str]]] = {}
+    for position, cell in enumerate(tests):
+        for name, fn in checker_calls(cell.source):
+            if not name.endswith("_speed"):
+                found.setdefault(fn, []).append((name, position, str(_meta(cell).get("grade_id", "?"))))
+    return found
+
+
+def _run_check(children: _Children, name: str, fn: str, *, checked: bool = False) -> str:
     """'' if the check passes, else what the student should read. The child watches what the function runs on the
     checker's cases (``posref.grading.watch``): what it reports as run that the rules forbid costs the check,
-    whatever else happened (a report is taken as given: it can only cost the student)."""
+    whatever else happened (a report is taken as given: it can only cost the student). ``checked``: for a speed
+    check, the function's correctness checks have passed in this grading (else the speed check runs their hidden
+    cases itself)."""
     if children.out_of_time:
         return children.out_of_time
     child = children.get()
@@ -394,7 +434,7 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
         return f"{fn} is not defined: the cell that defines it did not run or does not define it"
     remote = RemoteFunction(child, fn, watch=name)
     try:
-        message = _outcome(children, child, remote, name, fn)
+        message = _outcome(children, child, remote, name, fn, checked)
     except Exception:
         if not remote.ran:
             raise
@@ -404,11 +444,13 @@ def _run_check(children: _Children, name: str, fn: str) -> str:
     return message
 
 
-def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: str, fn: str) -> str:
+def _outcome(
+    children: _Children, child: Child, remote: RemoteFunction, name: str, fn: str, checked: bool
+) -> str:
     check = getattr(checkers, name)
     try:
         if name.endswith("_speed"):
-            _timed_against_reference(children, name, remote)
+            _timed_against_reference(children, name, remote, checked)
         else:
             check(remote, hidden=True, device="cpu")
     except GraderFailed:
@@ -428,7 +470,7 @@ def _outcome(children: _Children, child: Child, remote: RemoteFunction, name: st
     return ""
 
 
-def _timed_against_reference(children: _Children, name: str, remote: RemoteFunction) -> None:
+def _timed_against_reference(children: _Children, name: str, remote: RemoteFunction, checked: bool) -> None:
     """Run the speed checker ``name`` on the student's ``remote`` against the reference in the worker's reference
     child. When that child fails during the check (killed by its CPU limit, a hang, a kill from outside: whatever
     ends it is the grader's, not the student's, whose child is another), the check runs again with the child
@@ -439,7 +481,7 @@ def _timed_against_reference(children: _Children, name: str, remote: RemoteFunct
     for attempt in range(1, REFERENCE_ATTEMPTS + 1):
         reference = children.reference_fn(path)
         try:
-            check(remote, device="cpu", reference=reference)
+            check(remote, device="cpu", reference=reference, checked=checked)
             return
         except (ChildFailed, checkers.CheckFailed) as failure:
             cause = failure if isinstance(failure, ChildFailed) else failure.__cause__

@@ -60,19 +60,19 @@ def apply_rope_claims_calls(x, cos, sin, layout="half"):
     return _loop(x, cos, sin, layout)
 
 
-import posref.grading.child.remote as _remote  # noqa: E402  (the child's own copy, which student code can change)
+import posref.grading.child.rounds as _remote  # noqa: E402  (the child's own copy, which student code can change)
 
-_honest_chain = _remote._run_chain_here
+_honest_chain = _remote.run_chain_here
 
 
 def _claim_every_call(fn, request, shared):
     if fn is not apply_rope_claims_calls:
         return _honest_chain(fn, request, shared)
-    _honest_chain(fn, {**request, "calls": 1}, shared)
-    return {"done": request["calls"]}
+    _honest_chain(fn, {**request, "max_calls": 1}, shared)
+    return {"done": request["max_calls"]}
 
 
-_remote._run_chain_here = _claim_every_call
+_remote.run_chain_here = _claim_every_call
 
 # a flag in memory shared with the burners: 1 while the student's own function runs
 _busy = mmap.mmap(-1, 1)

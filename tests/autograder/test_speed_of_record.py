@@ -6,6 +6,7 @@ reference is timed."""
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import time
@@ -16,24 +17,37 @@ import torch
 
 from autograder.record import _Children, _run_check
 from autograder.sandbox import Sandbox
-from posref.grading.speed.timing import Chain
+from posref.grading.cases import Draw
+from posref.grading.speed import lab, timing
+from posref.grading.speed.links import weights_at
+from posref.grading.speed.timing import Chain, seal
 
 HERE = Path(__file__).resolve().parent
-ANSWERS = [
-    HERE.parent / "grading" / "student_impls_speed.py",
-    HERE.parent / "grading" / "student_impls.py",
-    HERE / "speed_submissions.py",
-]
+IMPLS = [HERE.parent / "grading" / "student_impls_speed.py", HERE.parent / "grading" / "student_impls.py"]
+ANSWERS = [*IMPLS, HERE / "speed_submissions.py"]
+
+
+def _children_running(answers, tmp_path_factory):
+    sandbox = Sandbox()
+    scratch = sandbox.scratch(tmp_path_factory.mktemp("speed"))
+    program = [(i, path.read_text()) for i, path in enumerate(answers)]
+    return _Children(program, sandbox, scratch, [], timeout=120, budget=3600)
 
 
 @pytest.fixture(scope="module")
 def children(tmp_path_factory):
     """One child running ``tests/grading/student_impls.py`` and ``speed_submissions.py`` as its answer cells (the
     reference's child comes with it)."""
-    sandbox = Sandbox()
-    scratch = sandbox.scratch(tmp_path_factory.mktemp("speed"))
-    program = [(i, path.read_text()) for i, path in enumerate(ANSWERS)]
-    kids = _Children(program, sandbox, scratch, [], timeout=120, budget=3600)
+    kids = _children_running(ANSWERS, tmp_path_factory)
+    yield kids
+    kids.close()
+
+
+@pytest.fixture(scope="module")
+def shortcuts(tmp_path_factory):
+    """A child of its own for ``speed_shortcuts.py``: ``speed_submissions.py`` leaves processes that burn the CPU
+    whenever its function is idle, and a child is charged the CPU time of all its processes."""
+    kids = _children_running([*IMPLS, HERE / "speed_shortcuts.py"], tmp_path_factory)
     yield kids
     kids.close()
 
@@ -89,7 +103,7 @@ BATTERY = [
     ("apply_rope_float64_inside", "computes in float64, returns float32", "", ""),
     ("apply_rope_remembers", "a loop over positions that remembers answers by a fingerprint", "", "apply_rope is too slow"),
     ("apply_rope_then_uninitialised", "right for 6 calls of a shape, then torch.empty_like", "", "apply_rope gave a wrong result while being timed"),
-    ("apply_rope_skips_chains", "a loop that returns its input when it is its own last output", "", "apply_rope gave a wrong result while being timed"),
+    ("apply_rope_skips_chains", "a loop that returns its input when it is its own last output (too slow where its first call fills a round, wrong where it does not)", "", ("apply_rope gave a wrong result while being timed", "apply_rope is too slow")),
     ("apply_rope_claims_calls", "a loop; its child's protocol claims every call after making one", "", "apply_rope gave a wrong result while being timed"),
     ("apply_rope_burns_when_idle", "a loop; 4 processes burn the CPU whenever it is idle", "", "apply_rope is too slow"),
 ]  # fmt: skip
@@ -101,6 +115,95 @@ def test_each_submission_of_the_battery_earns_what_it_deserves(children, name, d
     for check, expected in (("check_apply_rope", correct), ("check_apply_rope_speed", speed)):
         message = _run_check(children, check, name)
         assert message.startswith(expected) and bool(message) == bool(expected), f"{name} ({does}): {message}"
+
+
+# issue 26.1: (function, its correctness checker, its speed checker, what it does, the speed message, "" a pass).
+# A shortcut that still calls its slow loop in every round is either over budget or wrong, by how much of a round
+# its honest calls fill: no point either way.
+NO_POINT = ("gave a wrong result while being timed", "is too slow")
+ROUNDS_BATTERY = [
+    ("ppl_last_calls", "check_per_position_loss", "check_per_position_loss_speed", "a loop over positions only near a round's end, the last output otherwise", NO_POINT),
+    ("causal_mean_last_calls", "check_causal_mean", "check_causal_mean_speed", "a loop over positions only near a round's end, a copy of its input otherwise (the red team's 51x)", NO_POINT),
+    ("causal_mean_every_other", "check_causal_mean", "check_causal_mean_speed", "a loop over positions every other call, the previous output between", NO_POINT),
+    ("apply_rope_one_fixed_map", "check_apply_rope", "check_apply_rope_speed", "the first call's dense matrices for every call (the red team's 82x, a round as one map)", "apply_rope gave a wrong result while being timed"),
+    ("apply_rope_many_threads", "check_apply_rope", "check_apply_rope_speed", "a dense matrix per position with torch.set_num_threads(16)", "apply_rope is too slow"),
+    ("cm_loop_positions", "check_causal_mean", "check_causal_mean_speed", "the last-calls loop done honestly: a loop over positions", "causal_mean is too slow"),
+    ("cm_running_loop", "check_causal_mean", "check_causal_mean_speed", "a running sum in a Python loop", "causal_mean is too slow"),
+    ("cm_cumsum", "check_causal_mean", "check_causal_mean_speed", "cumsum over the counts", ""),
+    ("cm_matrix", "check_causal_mean", "check_causal_mean_speed", "a (T, T) averaging matrix", ""),
+    ("cm_float64", "check_causal_mean", "check_causal_mean_speed", "cumsum in float64", ""),
+    ("ppl_float64", "check_per_position_loss", "check_per_position_loss_speed", "log_softmax and gather in float64", ""),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "correct", "speed", "does", "expected"), ROUNDS_BATTERY, ids=[b[0] for b in ROUNDS_BATTERY]
+)
+def test_no_shortcut_through_a_round_earns_a_speed_point_and_every_vectorised_answer_does(
+    shortcuts, name, correct, speed, does, expected
+):
+    verdict = _run_check(shortcuts, correct, name)
+    assert verdict == "", f"{name} ({does}) is correct: only its speed is in question; {verdict}"
+    message = _run_check(shortcuts, speed, name, checked=True)
+    fails = expected == NO_POINT and message.split(" ", 1)[-1].startswith(NO_POINT)
+    assert fails or (message.startswith(expected) and bool(message) == bool(expected)), (
+        f"{name} ({does}): {message}"
+    )
+
+
+THREADS = """
+import threading, time
+import torch
+
+def burn_in_threads(v):
+    # correct, and each call spends 3 x 20 ms of CPU in three threads at once (each thread's own clock)
+    def spin():
+        start = time.thread_time()
+        while time.thread_time() - start < 0.02:
+            pass
+    threads = [threading.Thread(target=spin) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return v.cumsum(-2) / torch.arange(1, v.shape[-2] + 1)[:, None]
+"""
+
+
+@pytest.mark.slow
+def test_threads_cannot_buy_speed_the_child_is_pinned_to_one_cpu_and_charged_its_cpu_time(tmp_path):
+    sandbox = Sandbox()
+    kids = _Children([(0, THREADS)], sandbox, sandbox.scratch(tmp_path), [], timeout=60, budget=120)
+    child = kids.get()
+    try:
+        chain = seal(lab.causal_mean_chain(Draw(hidden=True, device="cpu"), (1, 2, 16, 4)))
+        seconds, calls, _, _ = child.run_chain("burn_in_threads", chain, 4, math.inf)
+        # three threads' 60 ms of CPU per call are charged in full, however many CPUs the machine has: a lower bound
+        # that no load can break (a stall only adds time)
+        assert calls == 4 and seconds >= 4 * 3 * 0.02
+        cpus = {frozenset(os.sched_getaffinity(pid)) for pid in child.processes()}
+        assert len(cpus) == 1 and len(next(iter(cpus))) == 1, f"not pinned to one CPU: {cpus}"
+    finally:
+        kids.close()
+
+
+def test_a_timed_request_tells_the_child_no_call_count(shortcuts, monkeypatch):
+    # the red team's loop learned from the request how many calls were left; now the child learns only a bound that
+    # is the same for every round, and the grader ends a round by a byte in the shared buffer when its time is up
+    from posref.grading.child import remote
+
+    sent = []
+    child = shortcuts.get()
+    monkeypatch.setattr(
+        child, "_send_frame", lambda frame, send=child._send_frame: (sent.append(frame), send(frame))[1]
+    )
+    for _ in range(2):
+        chain = seal(lab.causal_mean_chain(Draw(hidden=True, device="cpu"), (1, 2, 16, 4)))
+        child.run_chain("cm_cumsum", chain, timing.MAX_CALLS, 0.01)
+    requests = [torch.load(io.BytesIO(frame[remote._HEADER.size :]), weights_only=True) for frame in sent]
+    assert [r["max_calls"] for r in requests] == [timing.MAX_CALLS] * 2
+    assert not {"calls", "stop_after"} & set().union(*requests)
 
 
 SPAWNS = """
@@ -151,7 +254,7 @@ def test_a_rounds_inputs_reach_the_shared_buffer_only_once_the_grader_clock_runs
     program = [(0, "def double(y):\n    return y * 2\n")]
     kids = _Children(program, sandbox, sandbox.scratch(tmp_path), [], timeout=60, budget=120)
     child = kids.get()
-    chain = Chain(torch.randn(1000))
+    chain = seal(Chain(torch.randn(1000)))
     seen = []
 
     def clock():  # the buffer as it is each time the grader reads its clock
@@ -159,9 +262,68 @@ def test_a_rounds_inputs_reach_the_shared_buffer_only_once_the_grader_clock_runs
         return time.perf_counter()
 
     try:
-        seconds, calls, output = child.run_chain("double", chain, 3, math.inf, clock=clock)
+        seconds, calls, output, sums = child.run_chain("double", chain, 3, math.inf, clock=clock)
     finally:
         kids.close()
     start = chain.start.numpy().tobytes()
     assert len(seen) == 2 and seen[0] != start and seen[1] == start
     assert calls == 3 and torch.equal(output, chain.start * 8) and seconds > 0
+    assert sums.shape == (3,) and torch.allclose(
+        sums[2], (chain.start * 8).double() @ weights_at(chain.weights.double(), chain.offsets, 2, 1000)
+    )
+
+
+WRONG_FOR_PARTIAL_ROTARY = """
+def apply_rope(x, cos, sin, layout="half"):
+    # fast, and right whenever every dim is rotated (the speed check's inputs); wrong under partial rotary
+    d = x.shape[-1] // 2
+    c, s = torch.cat((cos, cos), -1).to(x.dtype), torch.cat((sin, sin), -1).to(x.dtype)
+    if layout == "half":
+        rotated = torch.cat((-x[..., d:], x[..., :d]), -1)
+    else:
+        c, s = cos.repeat_interleave(2, -1).to(x.dtype), sin.repeat_interleave(2, -1).to(x.dtype)
+        rotated = torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2)
+    return x * c + rotated * s
+"""
+
+
+@pytest.mark.slow
+def test_a_speed_point_needs_the_functions_correctness_check_and_says_so_in_one_line(tmp_path):
+    # issue 26.5: 10 speed cells (13 points) went to functions that failed their correctness cell on other inputs
+    import json
+
+    import nbformat
+
+    from autograder.course import REPO
+    from autograder.record import grade_notebook
+
+    source = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
+    submitted = nbformat.read(source, as_version=4)
+    answer = next(
+        c
+        for c in submitted.cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "apply_rope"
+    )
+    answer.source = WRONG_FOR_PARTIAL_ROTARY
+    path = tmp_path / "alice" / source.name
+    path.parent.mkdir()
+    path.write_text(json.dumps(nbformat.from_dict(submitted)))
+    record = grade_notebook(source, path, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
+    cells = {c.grade_id: c for c in record.cells}
+    assert cells["test_apply_rope"].score == 0 and cells["test_apply_rope"].message.startswith(
+        "apply_rope fails"
+    )
+    assert cells["test_apply_rope_speed"].score == 0
+    assert cells["test_apply_rope_speed"].message == "not timed: apply_rope fails its correctness check above"
+
+
+def test_in_the_kernel_a_speed_check_runs_the_hidden_correctness_cases_before_timing():
+    # the notebook's own speed cell: visible cases may pass, the hidden ones decide, and nothing is timed
+    from posref.grading import CheckFailed, check_apply_rope_speed
+
+    namespace = {"torch": torch}
+    exec(WRONG_FOR_PARTIAL_ROTARY, namespace)
+    with pytest.raises(
+        CheckFailed, match="^not timed: apply_rope fails its correctness check on the hidden cases"
+    ):
+        check_apply_rope_speed(namespace["apply_rope"], device="cpu")

@@ -1,18 +1,29 @@
-"""``speed_ratio`` times chains of calls on fresh inputs, cuts a hopeless function short, keeps each function's
-inputs its own, and hands the timed outputs over for verification; ``seconds_per_call`` reports what one call
-takes (lower bounds from ``time.sleep``, which never returns early; no speed of real code is asserted)."""
+"""``speed_ratio`` times rounds of chained calls that last a fixed time, on fresh inputs, keeps each function's inputs
+its own, and hands every call's checksum over for verification; ``verify_timed_outputs`` finds a wrong call wherever
+it is in a round; ``seconds_per_call`` reports what one call takes (lower bounds from ``time.sleep``, which never
+returns early; no speed of real code is asserted)."""
 
 from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import replace
 
 import pytest
 import torch
 
-from posref.grading.report import StudentError
+from posref.grading.report import CheckFailed, StudentError
 from posref.grading.speed import timing
-from posref.grading.speed.timing import Chain, run_chain, seconds_per_call, speed_ratio, timed_outputs
+from posref.grading.speed.links import weights_at
+from posref.grading.speed.timing import (
+    Chain,
+    Timing,
+    run_chain,
+    seal,
+    seconds_per_call,
+    speed_ratio,
+    verify_timed_outputs,
+)
 
 CPU = torch.device("cpu")
 
@@ -27,35 +38,57 @@ def plus_one(y):
     return y + 1
 
 
-def test_a_round_is_a_chain_each_call_on_the_previous_output():
-    chain = Chain(torch.zeros(3), (torch.ones(3),), ({"scale": 2.0}, {"scale": 3.0}))
-    r = run_chain(lambda y, step, scale: y * scale + step, chain, 3, CPU)
+def test_a_round_is_a_chain_each_call_on_the_previous_output_with_one_checksum_per_call():
+    chain = seal(Chain(torch.zeros(3), (torch.ones(3),), ({"scale": 2.0}, {"scale": 3.0})))
+    r = run_chain(lambda y, step, scale: y * scale + step, chain, CPU, 0.0, max_calls=3)
+    assert r.calls == 1, "a round of 0 seconds makes one call"
+    r = run_chain(lambda y, step, scale: y * scale + step, chain, CPU, 60.0, max_calls=3)
     # ((0 * 2 + 1) * 3 + 1) * 2 + 1 = 9: the kwargs alternate, every call gets the previous output
     assert r.calls == 3 and torch.equal(r.output, torch.full((3,), 9.0)) and r.seconds > 0
+    outputs = [torch.full((3,), v) for v in (1.0, 4.0, 9.0)]
+    weights = [weights_at(chain.weights, chain.offsets, i, 3) for i in range(3)]
+    assert all(len({w.data_ptr() for w in weights[i : i + 2]}) == 2 for i in range(2)), (
+        "new weights every call"
+    )
+    expected = torch.stack([(y * w).sum().double() for y, w in zip(outputs, weights, strict=True)])
+    assert torch.allclose(r.sums, expected)
+
+
+def test_a_round_lasts_its_time_whatever_the_function_and_is_never_told_how_many_calls():
+    def sleepy(y):
+        time.sleep(0.002)
+        return y + 1
+
+    r = run_chain(sleepy, seal(Chain(torch.zeros(2))), CPU, 0.03)
+    # at least the round's time (a sleep never returns early), in as many calls as fit: no count was given
+    assert (
+        r.seconds >= 0.03
+        and 1 <= r.calls < timing.MAX_CALLS
+        and torch.equal(r.output, torch.full((2,), float(r.calls)))
+    )
 
 
 def test_an_output_that_cannot_be_the_next_input_is_the_students_error():
     with pytest.raises(StudentError, match="returned a float"):
-        run_chain(lambda y: 1.0, Chain(torch.zeros(2)), 2, CPU)
+        run_chain(lambda y: 1.0, seal(Chain(torch.zeros(2))), CPU, 1.0)
     with pytest.raises(StudentError, match=r"must return one torch.float32 \(2,\) on cpu"):
-        run_chain(lambda y: y.double(), Chain(torch.zeros(2)), 2, CPU)
+        run_chain(lambda y: y.double(), seal(Chain(torch.zeros(2))), CPU, 1.0)
 
 
-def test_a_function_far_over_the_limit_is_cut_short_and_still_reported_over_it():
+def test_a_function_far_over_the_limit_is_given_up_after_three_rounds_and_reported_over_it():
     def slow(y):
-        time.sleep(0.001)
-        return y
+        time.sleep(0.02)
+        return y + 1
 
-    result = speed_ratio(slow, plus_one, counting_draw(), device=CPU, give_up_above=10.0)
+    # the reference makes thousands of calls in a round, the slow one one or two: hundreds of times over 10
+    result = speed_ratio(slow, plus_one, counting_draw(), device=CPU, give_up_above=10.0, round_s=0.01)
     assert len(result.ratios) == 3 and min(result.ratios) > 10.0 and result.ratio > 10.0
-    # uncut, each round would call ``slow`` as often as the reference needs for 50 ms (thousands of times)
-    assert all(r.calls < result.calls for r in result.student_rounds)
 
 
 def test_a_function_far_under_the_limit_is_timed_for_sure_rounds_only_and_each_of_them_is_verified():
     # the same function on both sides: a ratio near 1, so far under pass_below that no stall of a loaded machine
     # can decide the outcome (a round would have to take a million times the other's)
-    fast = speed_ratio(plus_one, plus_one, counting_draw(), device=CPU, min_round_s=0.002, pass_below=1e6)
+    fast = speed_ratio(plus_one, plus_one, counting_draw(), device=CPU, round_s=0.002, pass_below=1e6)
     assert len(fast.ratios) == timing.SURE_ROUNDS and max(fast.ratios) < 1e6
     assert timing.rounds_to_verify(fast) == set(range(1, timing.SURE_ROUNDS + 1))  # all of them
 
@@ -63,8 +96,8 @@ def test_a_function_far_under_the_limit_is_timed_for_sure_rounds_only_and_each_o
         time.sleep(0.0005)
         return y + 1
 
-    # over pass_below in every round: all 11, as without it
-    slow = speed_ratio(slower, plus_one, counting_draw(), device=CPU, min_round_s=0.002, pass_below=1.0)
+    # over pass_below in every round (a sleep of 0.5 ms against an addition): all 11, as without it
+    slow = speed_ratio(slower, plus_one, counting_draw(), device=CPU, round_s=0.002, pass_below=1.0)
     assert len(slow.ratios) == 11
 
 
@@ -72,21 +105,12 @@ def test_sure_rounds_are_all_verified():
     assert timing.SURE_ROUNDS <= timing.VERIFIED_ROUNDS
 
 
-def test_without_a_limit_every_round_is_whole():
-    def slower(y):
-        time.sleep(0.0005)
-        return y + 1
-
-    result = speed_ratio(slower, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.002)
-    assert len(result.ratios) == 3 and all(r.calls == result.calls for r in result.student_rounds)
-
-
 def test_seconds_per_call_is_at_least_the_sleep():
     def sleepy(y):
         time.sleep(0.002)
         return y
 
-    assert seconds_per_call(sleepy, counting_draw(), device=CPU, rounds=3) >= 0.002
+    assert seconds_per_call(sleepy, counting_draw(), device=CPU, rounds=3, round_s=0.01) >= 0.002
 
 
 def test_every_round_has_inputs_no_earlier_round_had_and_each_function_its_own_copy():
@@ -102,33 +126,52 @@ def test_every_round_has_inputs_no_earlier_round_had_and_each_function_its_own_c
         reference_starts.append(float(y[0]))
         return y + 0.5
 
-    result = speed_ratio(vandal, reference, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
+    result = speed_ratio(vandal, reference, counting_draw(), device=CPU, rounds=3, round_s=0.0)
     timed = [float(r.chain.start[0]) for r in result.student_rounds]
     assert len(set(timed)) == 3, "each timed round draws its own inputs"
     assert not any(s != s for s in reference_starts), "the reference never sees the student's NaN"
     assert all(s in reference_starts for s in timed), "both functions are timed on the same round's inputs"
 
 
-def test_timed_outputs_are_verified_along_the_inputs_as_drawn_not_as_the_student_left_them():
-    def zero_everything(y):
-        # changes its input in place to what its output is: that must not become the expectation
-        y.zero_()
-        return y
-
-    result = speed_ratio(zero_everything, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
-    starts = [float(r.chain.start[0]) for r in result.student_rounds]
-    assert starts == sorted(starts) and starts[-1] > 0
-    assert any(not torch.equal(r.output, e) for _, r, e in timed_outputs(result, plus_one))
+def _timing_of(fn, chain: Chain, calls: int) -> Timing:
+    """One round of ``fn``, ``calls`` calls along ``chain`` (sealed), as ``speed_ratio`` would record it."""
+    sealed = seal(chain)
+    round_ = run_chain(fn, sealed.private(), CPU, 60.0, max_calls=calls)
+    return Timing(1.0, [1.0], calls, [replace(round_, chain=sealed)])
 
 
-def test_timed_outputs_are_recomputed_along_each_rounds_chain_after_the_run():
-    def sometimes_wrong(y):
-        return y + (1 if float(y[0]) < 100 else 2)
+@pytest.mark.parametrize("wrong_call", [0, 1, 17, 38, 39])
+def test_a_call_answered_wrongly_is_caught_wherever_it_is_in_the_round_and_named(wrong_call):
+    # a contracting chain (each call halves the previous output): a wrong call early in a round used to fade
+    # before the last output, the only one verified
+    calls = []
 
-    result = speed_ratio(sometimes_wrong, plus_one, counting_draw(), device=CPU, rounds=3, min_round_s=0.0)
-    for _, round_, expected in timed_outputs(result, plus_one):
-        assert torch.equal(expected, round_.chain.start + round_.calls)
-        assert torch.equal(round_.output, expected)  # this student is right while its values stay below 100
+    def wrong_once(y):
+        calls.append(None)
+        return y / 2 + (1.0 if len(calls) - 1 == wrong_call else 0.0)
+
+    timed = _timing_of(wrong_once, Chain(torch.randn(64)), 40)
+    with pytest.raises(
+        CheckFailed, match=rf"call {wrong_call + 1} of 40 gave a result that is not the reference's"
+    ):
+        verify_timed_outputs("halve", timed, lambda y: y / 2, lambda r: 1e-6, chained="halved")
+
+
+def test_a_correct_round_passes_and_its_inputs_as_drawn_are_what_is_replayed():
+    def zero_then_halve(y):
+        out = y / 2
+        y.zero_()  # changes its input in place: that must not become the expectation
+        return out
+
+    timed = _timing_of(zero_then_halve, Chain(torch.randn(64)), 40)
+    verify_timed_outputs("halve", timed, lambda y: y / 2, lambda r: 1e-6, chained="halved")
+
+
+def test_a_nan_checksum_fails():
+    timed = _timing_of(lambda y: y / 2, Chain(torch.randn(64)), 5)
+    timed.student_rounds[0].sums[2] = float("nan")
+    with pytest.raises(CheckFailed, match="call 3 of 5"):
+        verify_timed_outputs("halve", timed, lambda y: y / 2, lambda r: 1e-6, chained="halved")
 
 
 class _FakeClock:
@@ -141,7 +184,7 @@ class _FakeClock:
 
 def test_the_ratio_is_the_median_round_and_one_fast_round_neither_decides_nor_stops_early(monkeypatch):
     # a clock that only the two functions move: the reference takes 1 s a call; the student 1 s a call in the
-    # first timed round (a lucky round) and 5 s in every other one
+    # first timed round (a lucky round) and 5 s in every other one; a round lasts 0.5 s (one call each)
     clock = _FakeClock()
     monkeypatch.setattr(timing, "_clock", clock)
     student_calls = []
@@ -155,5 +198,5 @@ def test_the_ratio_is_the_median_round_and_one_fast_round_neither_decides_nor_st
         clock.now += 1.0 if len(student_calls) <= 3 else 5.0  # 2 warm-up calls, then one round of one call
         return y
 
-    result = speed_ratio(student, reference, counting_draw(), device=CPU, give_up_above=3.0, min_round_s=0.5)
+    result = speed_ratio(student, reference, counting_draw(), device=CPU, give_up_above=3.0, round_s=0.5)
     assert len(result.ratios) == 11 and result.ratios[0] == 1.0 and result.ratio == 5.0

@@ -16,9 +16,10 @@ text from the child cut to ``MAX_TEXT`` printable characters before it reaches a
 
 Speed checks time many calls per request (``Child.run_chain``): the chain's inputs travel through a shared-memory
 buffer (a sealed memfd the child gets when it starts), written by the grader only once its clock has started;
-the child runs the whole chain, copies the last output into the buffer and answers with the number of calls it
-made; the grader stops its clock, then reads the output back. The transport is one small frame each way and one
-input and one output copied per round, whatever the number of calls.
+the child runs the chain until the grader sets a stop byte in the buffer (it is never told how many calls), writes
+each call's checksum and the last output into the buffer and answers with the number of calls it made; the grader
+stops its clock, then reads the output and the checksums back. The transport is one small frame each way and one
+copy of the inputs, the last output and the checksums per round, whatever the number of calls.
 
 Why here and not in autograder/: both ends of the protocol are this module. The child runs
 ``from posref.grading.child.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
@@ -40,12 +41,12 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 from posref.grading import rules, watch
+from posref.grading.child import rounds
 from posref.grading.child.plain_data import (
     from_wire,
     plain,
@@ -58,14 +59,13 @@ from posref.grading.child.plain_data import (
 from posref.grading.child.processes import frozen, process_tree
 from posref.grading.child.scratch import write_files
 from posref.grading.report import StudentError, error_text, same_values, where_it_raised
-from posref.grading.speed.links import run_calls
-from posref.grading.speed.timing import TimedElsewhere, chain_output_problem
+from posref.grading.speed.pinning import cpu_seconds, cpu_used, pin, timing_cpu
+from posref.grading.speed.timing import TimedElsewhere
 
 MAX_FRAME = 256 * 2**20
 MAX_NAMES, MAX_NAME = 10_000, 200  # names a child reports defined, and characters of each
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
 EXIT_GRACE = 2.0  # seconds a child whose pipe broke has to end by itself before it is killed
-_ALIGN = 64
 _HEADER = struct.Struct("<Q")
 
 
@@ -120,35 +120,6 @@ def _write_all(fd: int, data: bytes) -> None:
 # ---------------------------------------------------------------- the child side
 
 
-def _shared_tensor(shared: mmap.mmap, spec: Any) -> Any:
-    """A tensor argument of a timed round, as a view of the shared buffer; anything else as it came."""
-    if not (isinstance(spec, dict) and "__shared__" in spec):
-        return spec
-    offset, shape, dtype = spec["__shared__"]
-    count = math.prod(shape)
-    return torch.frombuffer(shared, dtype=getattr(torch, dtype), count=count, offset=offset).view(shape)
-
-
-def _run_chain_here(fn: Any, request: dict, shared: mmap.mmap) -> dict:
-    """A timed round in the child (see ``Child.run_chain``): the chain's calls (``links`` steps them as the grader
-    does), the last output copied into the shared buffer, and the number of calls made."""
-    args = tuple(_shared_tensor(shared, a) for a in request["args"])
-    kwargs = tuple({k: _shared_tensor(shared, v) for k, v in kw.items()} for kw in request["kwargs"])
-    out = _shared_tensor(shared, request["out"])
-    chain = SimpleNamespace(start=_shared_tensor(shared, request["start"]), args=args, kwargs=kwargs,
-                            link=request.get("link"), into=request.get("into"))  # fmt: skip
-
-    def check(y: Any) -> None:
-        problem = chain_output_problem(y, out)
-        if problem is not None:
-            raise TypeError(f"{problem} while being timed")
-
-    stop_after, start = request["stop_after"], time.perf_counter()
-    y, done = run_calls(fn, chain, request["calls"], check, lambda: time.perf_counter() - start > stop_after)
-    out.copy_(y)
-    return {"done": done}
-
-
 def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
     """The child's loop: run the answer cells it is sent, then answer calls (and timed rounds, through the buffer
     ``shared_fd``) until its input closes."""
@@ -195,7 +166,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             if fn is None:
                 raise NameError(f"name {name!r} is not defined (did the cell that defines it run?)")
             if "chain" in request:
-                send(_run_chain_here(fn, request, shared))
+                send(rounds.run_chain_here(fn, request, shared))
                 continue
             args, kwargs = from_wire(request["args"]), from_wire(request["kwargs"])
             given = tensor_arguments(args, kwargs)
@@ -464,60 +435,46 @@ class Child:
         return result
 
     def run_chain(
-        self, name: str, chain: Any, calls: int, stop_after: float, *, clock: Any = time.perf_counter
-    ) -> tuple[float, int, torch.Tensor]:
-        """A timed round of ``name`` in the child: ``calls`` calls along ``chain`` (a ``timing.Chain``), fewer once
-        ``stop_after`` seconds have passed. Returns (seconds by ``clock``, calls made, the last output).
+        self, name: str, chain: Any, max_calls: int, seconds: float, *, clock: Any = time.perf_counter
+    ) -> tuple[float, int, torch.Tensor, torch.Tensor]:
+        """A timed round of ``name`` in the child: calls along ``chain`` (a ``timing.Chain``) until ``seconds`` have
+        passed on ``clock``, at most ``max_calls``. Returns (the CPU seconds the child's processes used, calls made,
+        the last output, every call's checksum).
 
         The clock starts before the chain's tensors are written into the shared buffer (the child cannot see them
-        earlier) and stops when the child says it is done, after it has copied the last output into the buffer;
-        the output is read back afterwards, for the checker to verify (a child that reports calls it did not
-        make, or stops early and says so, is caught there or timed per call it made)."""
-        placed: list[tuple[int, torch.Tensor]] = []  # (offset, tensor) to write once the clock runs
-        end = 0
-
-        def place(value: Any, *, write: bool = True) -> Any:
-            nonlocal end
-            if not isinstance(value, torch.Tensor):
-                return value
-            tensor, offset = value.detach().cpu().contiguous(), end
-            end = -(-(offset + tensor.nbytes) // _ALIGN) * _ALIGN
-            if write:
-                placed.append((offset, tensor))
-            return {"__shared__": [offset, list(tensor.shape), str(tensor.dtype).removeprefix("torch.")]}
-
-        out = chain.output_like().cpu()
-        request = {
-            "chain": name,
-            "calls": int(calls),
-            "stop_after": float(stop_after),
-            "start": place(chain.start),
-            "args": [place(a) for a in chain.args],
-            "kwargs": [{k: place(v) for k, v in kw.items()} for kw in chain.kwargs],
-            "link": chain.link,
-            "into": chain.into,
-            "out": place(out, write=False),
-        }
-        out_offset = request["out"]["__shared__"][0]
-        if end > SHARED_BYTES:
-            raise ValueError(f"a timed round needs {end} bytes of shared buffer, more than {SHARED_BYTES}")
+        earlier); the child is never told how many calls to make: once ``seconds`` have passed the grader sets the
+        stop byte, and the child stops after the call it is making. The clock stops when the child says it is done,
+        after it has copied the last output into the buffer; the output and the checksums are read back afterwards,
+        for the checker to verify (a child that reports calls it did not make is caught there). While the round
+        runs every thread of the child is pinned to one CPU, and the round is charged the CPU time of all the
+        child's processes, not the wall time (``pinning``): threads cannot buy speed, and a loaded machine's other
+        processes, which take the CPU from the child, do not count against it."""
+        request, placed, out, sums = rounds.lay_out(name, chain, max_calls, SHARED_BYTES)
+        stop = request["stop"]
         frame = _encode(request)
+        pids = self.processes()
+        pin(pids, timing_cpu())
+        before = cpu_seconds(pids)
         start = clock()
         for offset, tensor in placed:
             os.pwrite(self._shared, tensor.reshape(-1).view(torch.uint8).numpy(), offset)
+        os.pwrite(self._shared, b"\0", stop)
         self._send_frame(frame)
+        if not select.select([self._from_child], [], [], None if math.isinf(seconds) else seconds)[0]:
+            os.pwrite(self._shared, b"\1", stop)
         reply = self._receive(self.call_timeout)
-        seconds = clock() - start
+        wall = clock() - start
+        used = cpu_used(before, cpu_seconds(pids | self.processes()))
+        spent = used if used > 0 else wall  # no CPU clock readable (another pid namespace): the wall time
         if "error" in reply:
             raise StudentError(student_text(reply["error"]))
         done = reply.get("done")
-        if type(done) is not int or not 1 <= done <= calls:
-            raise StudentError(f"reported {student_text(repr(done))} calls made of {calls}", raised=False)
-        data = bytearray(out.nbytes)
-        if os.preadv(self._shared, [data], out_offset) != len(data):
-            raise StudentError("left the shared buffer unreadable", raised=False)
-        output = torch.frombuffer(data, dtype=torch.uint8).view(out.dtype).view(out.shape)
-        return seconds, done, output.to(chain.output_like().device)
+        if type(done) is not int or not 1 <= done <= max_calls:
+            raise StudentError(f"reported {student_text(repr(done))} calls made of {max_calls}", raised=False)
+        output, sums = (
+            rounds.read_back(self._shared, request[key], like) for key, like in (("out", out), ("sums", sums))
+        )
+        return spent, done, output.to(chain.output_like().device), sums[:done].clone()
 
     @staticmethod
     def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:
@@ -602,9 +559,9 @@ class RemoteFunction(TimedElsewhere):
         return result
 
     def timed_round(
-        self, chain: Any, calls: int, stop_after: float, clock: Callable[[], float]
-    ) -> tuple[float, int, torch.Tensor]:
-        return self.child.run_chain(self.__name__, chain, calls, stop_after, clock=clock)
+        self, chain: Any, max_calls: int, seconds: float, clock: Callable[[], float]
+    ) -> tuple[float, int, torch.Tensor, torch.Tensor]:
+        return self.child.run_chain(self.__name__, chain, max_calls, seconds, clock=clock)
 
     def held_still(self) -> AbstractContextManager:
         return self.child.frozen()

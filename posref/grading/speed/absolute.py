@@ -58,6 +58,7 @@ def _table_atol(timed: Round) -> float:
 
 SINUSOIDAL_PE = SpeedCheck(
     name="sinusoidal_pe",
+    correctness="check_sinusoidal_pe",
     reference=sinusoidal_pe,
     step=_sinusoidal_pe64,
     chain=sinusoidal_pe_chain,
@@ -88,13 +89,15 @@ def _float32_table(fn: Callable[..., torch.Tensor]) -> None:
 
 @speed_check("posref.grading.speed.absolute:sinusoidal_pe")
 @enforce_rules
-def check_sinusoidal_pe_speed(fn: Callable[..., torch.Tensor], *, device=None, reference=None) -> float:
+def check_sinusoidal_pe_speed(
+    fn: Callable[..., torch.Tensor], *, device=None, reference=None, checked=False
+) -> float:
     """``fn(n_positions, dim, base=...)`` within the CPU budget of a vectorised ``sinusoidal_pe``
     (``budgets.sinusoidal_pe_budget``); timed on the CPU whatever ``device`` is (the exercise's table lives there).
     Returns the ratio."""
     del device  # the table is the CPU's
     _float32_table(fn)
-    return SINUSOIDAL_PE.check(fn, device=CPU, reference=reference)
+    return SINUSOIDAL_PE.check(fn, device=CPU, reference=reference, checked=checked)
 
 
 __all__ = ["check_sinusoidal_pe_speed"]

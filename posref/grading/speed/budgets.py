@@ -12,6 +12,7 @@ budgets`` applies it to the student-style implementations of the tests and print
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -279,6 +280,29 @@ T5_LEARNED_BIAS_CUDA = _provisional_cuda(T5_LEARNED_BIAS_CPU)
 def t5_learned_bias_budget(device: torch.device | str) -> Budget:
     """03's ``t5_learned_bias`` (the bias of ``shape`` ``(H, Tq, Tk)``, 32 buckets)."""
     return _for_device(T5_LEARNED_BIAS_CPU, T5_LEARNED_BIAS_CUDA, device)
+
+
+BUDGETS: dict[str, Callable[[torch.device | str], Budget]] = {
+    "attention": attention_budget,
+    "sinusoidal_pe": sinusoidal_pe_budget,
+    "alibi_bias": alibi_bias_budget,
+    "t5_bucket": t5_bucket_budget,
+    "t5_learned_bias": t5_learned_bias_budget,
+    "apply_rope": apply_rope_budget,
+    "per_position_loss": per_position_loss_budget,
+    "rope_handler_attention": handler_budget,
+    "alibi_handler_attention": handler_budget,
+    "causal_mean": causal_mean_budget,
+}
+"""Each timed function (as its speed check names it) -> its budget for a device; every ``SpeedCheck`` takes its
+``budget`` is the one named here (``tests/grading/test_budgets.py``)."""
+
+
+def speed_budgets(device: torch.device | str) -> dict[str, Budget]:
+    """Every timed function's budget on ``device``'s type, by the function's name: what a notebook cell prints, so
+    that no text quotes a budget of its own (``for name, b in speed_budgets(device).items(): print(f"{name}: up to
+    {b.max_ratio:g}x the reference's time on inputs of shape {b.shape}")``)."""
+    return {name: budget(device) for name, budget in BUDGETS.items()}
 
 
 SANE_FACTOR = 2.0

@@ -13,6 +13,7 @@ the student's signature), which ``speed_check`` puts on the checker as its ``ref
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 
 from posref.grading.cases import Draw, resolve_device
-from posref.grading.report import Case, first_difference
+from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.speed.budgets import Budget
 from posref.grading.speed.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
 
@@ -38,6 +39,8 @@ class SpeedCheck:
         budget: ``budget(device)`` -> its ``Budget``; inputs: what ``budget.shape`` is the shape of, in words.
         advice: what a slow function should do instead; mistakes: hints for ``first_difference``; match_dtype:
             whether the cases also hold ``fn``'s output to the reference's dtype (the timed rounds always do).
+        correctness: the name of the function's correctness checker in ``posref.grading`` (``"check_causal_mean"``):
+            a speed point is for a correct function, so ``check`` runs its hidden cases before timing anything.
     """
 
     name: str
@@ -49,6 +52,7 @@ class SpeedCheck:
     budget: Callable[[torch.device | str], Budget]
     inputs: str
     advice: str
+    correctness: str
     cases: Callable[[Draw, tuple[int, ...]], list[Case]] | None = None
     mistakes: dict[str, Callable[..., Any]] = field(default_factory=dict)
     match_dtype: bool = False
@@ -59,7 +63,8 @@ class SpeedCheck:
         out = []
         for _ in range(2):
             chain = self.chain(draw, shape)
-            args = (chain.start, *chain.args) if chain.into is None else chain.args
+            start = chain.start if isinstance(chain.start, tuple) else (chain.start,)
+            args = (*start, *chain.args) if chain.into is None else chain.args
             kwargs = chain.kwargs[0] if chain.into is None else {**chain.kwargs[0], chain.into: chain.start}
             out.append(Case(args, kwargs, atol=1e-4, rtol=1e-4))
         return out
@@ -85,12 +90,34 @@ class SpeedCheck:
         return timing, draw.device
 
     def check(
-        self, fn: Callable[..., Any], *, device=None, reference: Callable[..., Any] | None = None
+        self,
+        fn: Callable[..., Any],
+        *,
+        device=None,
+        reference: Callable[..., Any] | None = None,
+        checked: bool = False,
     ) -> float:
-        """``CheckFailed`` unless ``fn`` is within the device's budget; returns the ratio."""
+        """``CheckFailed`` unless ``fn`` passes its correctness checker's hidden cases (skipped when ``checked``: the
+        caller has run them, as the score of record does, whose speed cell then depends on the correctness cell) and
+        is within the device's budget; returns the ratio."""
         target = resolve_device(device)
+        if not checked:
+            self.correct(fn, device=target)
         return within_budget(self.name, lambda **kw: self.measure(fn, **kw), self.budget(target), target,
                              inputs=self.inputs, advice=self.advice, reference=reference)  # fmt: skip
+
+    def correct(self, fn: Callable[..., Any], *, device: torch.device) -> None:
+        """``CheckFailed`` ("not timed: ...", with the failure) unless ``fn`` passes the hidden cases of its correctness
+        checker. The checker is looked up by name in the package ``posref.grading``, which imports the checkers and
+        the speed checks both (the speed machinery imports no checker: ``tests/test_layers.py``)."""
+        checker = getattr(sys.modules["posref.grading"], self.correctness)
+        try:
+            checker(fn, hidden=True, device=device)
+        except CheckFailed as failure:
+            raise CheckFailed(
+                f"not timed: {self.name} fails its correctness check on the hidden cases (a speed point is for a "
+                f"correct function):\n{failure}"
+            ) from None
 
 
 def speed_check(reference_path: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -5,15 +5,18 @@ rounds, at least 11 rounds that alternate which function goes first, and the med
 (a slow round slows both functions of that round, so it cancels in its ratio). CUDA is synchronised around
 each timed block.
 
-A round is a ``Chain``: ``calls`` calls in a row, each on the previous call's output
-(``y_i = fn(y_{i-1}, *args, **kwargs_i)``), on inputs drawn fresh for that round. So every call of a round has
-an input no call has had before (remembering answers cannot help), the inputs exist only once the round is
-drawn (nothing can be computed ahead), one round is a single request to a child that runs the student's code
-(``Child.run_chain``: the transport costs one small message and one copy of an input and an output per round,
-not per call), and the round's last output depends on every call: ``timed_outputs`` hands it to the checker,
-which verifies it against its own computation after the clock has stopped. A function whose output feeds its
-own next call is the checker's choice (``apply_rope`` keeps its input's shape; a rotation keeps an error's size,
-so a wrong call anywhere in the chain shows at its end).
+A round is a ``Chain``: calls in a row, each on the previous call's output as ``links`` makes the next input of it
+(every call's input is new, and depends on the previous call non-linearly: nothing can be remembered, computed ahead
+or composed), on inputs drawn fresh for that round and revealed only when its clock starts. A round lasts
+``ROUND_S`` seconds, whatever the function's speed: the function is never told how many calls it has left (the
+grader stops it when the time is up, after the call it is making), and its time per call is the round's time divided
+by the calls it made. One round is a single request to a child that runs the student's code (``Child.run_chain``:
+the transport costs one small message and one copy of the inputs and the last output per round, not per call).
+
+Every call leaves a checksum (``links.checksum``): the checker recomputes, after the clock has stopped, every call of
+a sample of the rounds in float64 (``verify_timed_outputs``). So a call that was skipped, answered from memory or
+answered wrongly fails the check wherever it was in its round; a correct float32 function stays within the tolerance
+because no link amplifies a rounding difference.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import random
 import statistics
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,9 +34,19 @@ from typing import Any
 import torch
 
 from posref.grading.report import CheckFailed, StudentError, difference, private_copy
-from posref.grading.speed.links import run_calls
+from posref.grading.speed.links import ALIGN, run_calls, starts, weights_at
 
 _clock = time.perf_counter  # bound once, at import
+
+ROUND_S = 0.05
+"""Seconds a timed round lasts (at least one call): long enough that a round's time is not a clock's jitter."""
+
+MAX_CALLS = 1 << 16
+"""The most calls a round may make, the same for every round (it tells the function nothing)."""
+
+WEIGHT_STARTS = 1024
+"""Checksum weights hold at least this many aligned offsets beyond the output's size: a checksum cannot be computed
+for a few offsets ahead and reused."""
 
 
 @contextmanager
@@ -54,11 +67,11 @@ def synchronize(device: torch.device) -> None:
 
 @dataclass(frozen=True)
 class Chain:
-    """One round's inputs: call ``i`` (from 0) is ``fn(x_i, *args, **kwargs[i % len(kwargs)])`` (or, with ``into``,
-    ``fn(*args, **kwargs[...], into=x_i)``), where ``x_0`` is ``start`` and ``x_i`` is the previous call's output,
-    or what the ``link`` named makes of it (``posref.grading.speed.links``: for functions whose output is not their
-    input's shape). Every output must be a tensor of ``out_shape``, ``out_dtype`` and ``out_device`` (by default
-    ``start``'s)."""
+    """One round's inputs: call ``i`` (from 0) is ``fn(x_i, *args, **kwargs[i % len(kwargs)])`` (``fn(*x_i, ...)``
+    when ``x_i`` is a tuple; with ``into``, ``fn(*args, **kwargs[...], into=x_i)``), where ``x_0`` is ``start`` and
+    ``x_i`` what the ``link`` named makes of the previous call's output (``posref.grading.speed.links``). Every output
+    must be a tensor of ``out_shape``, ``out_dtype`` and ``out_device`` (by default those of ``start``, or of its
+    first tensor). ``phase``, ``weights`` and ``offsets`` (``seal``) make each call's input new and its checksum."""
 
     start: Any
     args: tuple[Any, ...] = ()
@@ -68,6 +81,9 @@ class Chain:
     out_shape: tuple[int, ...] | None = None
     out_dtype: torch.dtype | None = None
     out_device: torch.device | None = None
+    phase: float = 0.0
+    weights: torch.Tensor | None = None
+    offsets: tuple[int, int] = (0, 1)
 
     def private(self) -> Chain:
         """A copy with its own tensors: what one function does to its inputs never reaches another's."""
@@ -80,16 +96,35 @@ class Chain:
 
     def output_like(self) -> torch.Tensor:
         """An empty tensor like every output of the chain must be."""
-        like = self.start if isinstance(self.start, torch.Tensor) else None
+        like = self.start[0] if isinstance(self.start, tuple) else self.start
+        like = like if isinstance(like, torch.Tensor) else None
         shape = self.out_shape if self.out_shape is not None else like.shape
         dtype = self.out_dtype if self.out_dtype is not None else like.dtype
         device = self.out_device if self.out_device is not None else like.device
         return torch.empty(shape, dtype=dtype, device=device)
 
     def run(self, fn: Callable[..., Any], calls: int, check: Callable[[Any], None] = lambda y: None,
-            stop: Callable[[], bool] = lambda: False) -> tuple[Any, int]:  # fmt: skip
+            stop: Callable[[], bool] = lambda: False,
+            sums: torch.Tensor | None = None) -> tuple[Any, int]:  # fmt: skip
         """``links.run_calls`` along this chain: (the last output, calls made)."""
-        return run_calls(fn, self, calls, check, stop)
+        return run_calls(fn, self, calls, check, stop, sums)
+
+
+def seal(chain: Chain) -> Chain:
+    """``chain`` with what a timed round adds, drawn from the operating system's randomness: the ``phase`` of its
+    fresh factors, the checksum ``weights`` (float32, unit normal: the output's size plus at least 1024 aligned
+    offsets' worth) and their ``offsets`` ``(a, b)``, ``b`` coprime to the number ``K`` of offsets (the calls go
+    through all ``K`` before any repeats)."""
+    system = random.SystemRandom()
+    like = chain.output_like()
+    n = like.numel()
+    size = 2 * n + ALIGN * WEIGHT_STARTS
+    generator = torch.Generator().manual_seed(system.getrandbits(63))
+    weights = torch.randn(size, generator=generator).to(like.device)
+    k = starts(size, n)
+    return replace(
+        chain, phase=system.random(), weights=weights, offsets=(system.randrange(k), system.randrange(1, k))
+    )
 
 
 class TimedElsewhere(ABC):
@@ -100,10 +135,11 @@ class TimedElsewhere(ABC):
 
     @abstractmethod
     def timed_round(
-        self, chain: Chain, calls: int, stop_after: float, clock: Callable[[], float]
-    ) -> tuple[float, int, torch.Tensor]:
-        """``calls`` calls along ``chain`` (fewer once ``stop_after`` seconds have passed), timed by ``clock``:
-        (seconds, calls made, the last output)."""
+        self, chain: Chain, max_calls: int, seconds: float, clock: Callable[[], float]
+    ) -> tuple[float, int, torch.Tensor, torch.Tensor]:
+        """Calls along ``chain`` until ``seconds`` have passed on ``clock`` (at least one, at most ``max_calls``;
+        the function is not told how many): (seconds charged, calls made, the last output, every call's checksum
+        as float64)."""
 
     @abstractmethod
     def held_still(self) -> AbstractContextManager:
@@ -112,24 +148,28 @@ class TimedElsewhere(ABC):
 
 @dataclass
 class Round:
-    """What one timed round did: its inputs, how many calls ran, the wall seconds they took and the last output."""
+    """What one timed round did: its inputs, how many calls ran, the seconds they took, the last output and every
+    call's checksum (float64, one per call)."""
 
     chain: Chain
     calls: int
     seconds: float
     output: torch.Tensor
+    sums: torch.Tensor
 
 
 def run_chain(
-    fn: Callable[..., Any], chain: Chain, calls: int, device: torch.device, stop_after: float = math.inf
+    fn: Callable[..., Any], chain: Chain, device: torch.device, seconds: float, max_calls: int = MAX_CALLS
 ) -> Round:
-    """``calls`` calls of ``fn`` along ``chain`` (fewer once ``stop_after`` seconds have passed; at least one),
-    timed by the grader's clock and synchronised at both ends. A ``TimedElsewhere`` function (the grader's
-    ``RemoteFunction``) runs the chain in its child in one request (``Child.run_chain``); anything else runs here."""
+    """Calls of ``fn`` along ``chain`` until ``seconds`` have passed (at least one, at most ``max_calls``), timed by
+    the grader's clock and synchronised at both ends. A ``RemoteFunction`` runs the chain in its child in one request
+    (``Child.run_chain``: the child pinned to one CPU, and charged the CPU time of all its processes when that is
+    more than the wall time, ``pinning``); anything else runs here."""
     if isinstance(fn, TimedElsewhere):
-        seconds, done, output = fn.timed_round(chain, calls, stop_after, _clock)
-        return Round(chain, done, seconds, output)
+        spent, done, output, sums = fn.timed_round(chain, max_calls, seconds, _clock)
+        return Round(chain, done, spent, output, sums)
     like = chain.output_like()
+    sums = torch.empty(max_calls, dtype=torch.float64, device=like.device)
 
     def check(y: Any) -> None:
         problem = chain_output_problem(y, like)
@@ -138,9 +178,9 @@ def run_chain(
 
     synchronize(device)
     start = _clock()
-    y, done = chain.run(fn, calls, check, lambda: _clock() - start > stop_after)
+    y, done = chain.run(fn, max_calls, check, lambda: _clock() - start > seconds, sums)
     synchronize(device)
-    return Round(chain, done, _clock() - start, y)
+    return Round(chain, done, _clock() - start, y, sums[:done].cpu())
 
 
 def quiet(student: Callable[..., Any]) -> AbstractContextManager:
@@ -150,39 +190,27 @@ def quiet(student: Callable[..., Any]) -> AbstractContextManager:
     return student.held_still() if isinstance(student, TimedElsewhere) else nullcontext()
 
 
-def _calls_per_round(
-    fn: Callable[..., Any], draw: Callable[[], Chain], device: torch.device, min_round_s: float
-) -> tuple[int, float]:
-    """The number of calls (a power of two, at most 65536) that takes ``fn`` at least ``min_round_s``, and the
-    seconds per call of the last try."""
-    calls = 1
-    while (r := run_chain(fn, draw(), calls, device)).seconds < min_round_s and calls < 1 << 16:
-        calls *= 2
-    return calls, r.seconds / r.calls
-
-
 def seconds_per_call(
     fn: Callable[..., Any],
     draw: Callable[[], Chain],
     *,
     device: torch.device,
     rounds: int = 5,
-    min_round_s: float = 0.004,
+    round_s: float = ROUND_S,
 ) -> float:
     """Median over ``rounds`` of the mean time of one call of ``fn`` along fresh chains, timed like
     ``speed_ratio``. An absolute time, for benchmark reports only (checks compare ratios)."""
     with single_thread():
-        run_chain(fn, draw(), 1, device)  # warm-up
-        calls, _ = _calls_per_round(fn, draw, device, min_round_s)
+        run_chain(fn, seal(draw()), device, 0.0, max_calls=1)  # warm-up
         return statistics.median(
-            (r := run_chain(fn, draw(), calls, device)).seconds / r.calls for _ in range(rounds)
+            (r := run_chain(fn, seal(draw()), device, round_s)).seconds / r.calls for _ in range(rounds)
         )
 
 
 @dataclass
 class Timing:
-    """``speed_ratio``'s result: the median ratio, the per-round ratios, the calls per round, and the student's
-    timed rounds (their last outputs are still to be verified, see ``timed_outputs``)."""
+    """``speed_ratio``'s result: the median ratio, the per-round ratios, the reference's calls in its last round,
+    and the student's timed rounds (their checksums are still to be verified, see ``verify_timed_outputs``)."""
 
     ratio: float
     ratios: list[float]
@@ -194,12 +222,6 @@ SURE_ROUNDS = 5
 """Rounds after which a function every one of whose ratios is under ``pass_below`` stops being timed; at most
 ``VERIFIED_ROUNDS``, so that every one of those rounds is verified."""
 
-CUT_MARGIN = 1.25
-"""How far over ``give_up_above`` a student's round may run before it is cut: enough that a cut round's ratio is
-clearly over the limit whatever the clock's jitter, small because a slow function spends all of it three times
-(the checks' ``give_up_above`` is twice the budget, so a slow function costs about 3 x 2.5 x budget reference
-rounds)."""
-
 
 def speed_ratio(
     student: Callable[..., Any],
@@ -209,55 +231,42 @@ def speed_ratio(
     device: torch.device,
     rounds: int = 11,
     warmup: int = 2,
-    min_round_s: float = 0.05,
+    round_s: float = ROUND_S,
     give_up_above: float | None = None,
     pass_below: float | None = None,
 ) -> Timing:
     """Median of per-round ``(student seconds per call) / (reference seconds per call)``.
 
-    Every round draws a fresh ``Chain`` (``draw()``), gives each function its own copy of it, and runs ``calls``
-    calls of each (set so that the reference takes at least ``min_round_s``). ``give_up_above``: stop early,
-    after 3 rounds, when every ratio so far exceeds it (a function 100x over budget need not be timed 11 times to
-    know it is over); and cut the student's round short once it has taken ``CUT_MARGIN`` x ``give_up_above``
-    times the reference's latest round, so a function 1000x slower costs a few dozen reference rounds, not 1000. A
-    cut round is a ratio per call made, so it stays comparable, and it is over ``give_up_above`` by construction.
+    Every round draws a fresh ``Chain`` (``draw()``, sealed by ``seal``), gives each function its own copy of it,
+    and runs each for ``round_s`` seconds (a function slower than that makes one call). ``give_up_above``: stop
+    early, after 3 rounds, when every ratio so far exceeds it (a function 100x over budget need not be timed 11
+    times to know it is over). ``pass_below``: stop early, after ``SURE_ROUNDS``, when every ratio so far is under it
+    (half a budget: the median of 11 could then exceed the budget only if every later round did; and those rounds
+    are all verified, ``rounds_to_verify``).
 
-    ``pass_below``: stop early, after ``SURE_ROUNDS``, when every ratio so far is under it (half a budget: the
-    median of 11 could then exceed the budget only if every later round did; and those rounds are all verified,
-    ``rounds_to_verify``).
-
-    The student's outputs are not looked at while the clock runs: ``Timing.student_rounds`` holds them for the
-    checker to verify afterwards (``timed_outputs``).
+    The student's outputs are not looked at while the clock runs: ``Timing.student_rounds`` holds them (and their
+    checksums) for the checker to verify afterwards (``verify_timed_outputs``).
     """
     timing = Timing(math.nan, [])
     with single_thread():
         for _ in range(warmup):
             with quiet(student):
-                run_chain(reference, draw(), 1, device)
-            run_chain(student, draw(), 1, device)
-        with quiet(student):
-            calls, per_call = _calls_per_round(reference, draw, device, min_round_s)
-        timing.calls = calls
-        cap = math.inf if give_up_above is None else CUT_MARGIN * give_up_above
+                run_chain(reference, seal(draw()), device, 0.0, max_calls=1)
+            run_chain(student, seal(draw()), device, 0.0, max_calls=1)
         for r in range(rounds):
-            chain = draw()
-            if r % 2:  # the student first: capped by the reference's previous round
-                capping = per_call
-                mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
+            chain = seal(draw())
+            if r % 2:  # the student first
+                mine = run_chain(student, chain.private(), device, round_s)
                 with quiet(student):
-                    theirs = run_chain(reference, chain.private(), calls, device)
-                per_call = theirs.seconds / theirs.calls
+                    theirs = run_chain(reference, chain.private(), device, round_s)
             else:
                 with quiet(student):
-                    theirs = run_chain(reference, chain.private(), calls, device)
-                per_call = capping = theirs.seconds / theirs.calls
-                mine = run_chain(student, chain.private(), calls, device, stop_after=cap * capping * calls)
-            # a round cut short is compared with the reference time that set the cap, so its ratio stays above
-            # the cap even when the reference's next round happens to be slower
-            cut = mine.calls < calls
+                    theirs = run_chain(reference, chain.private(), device, round_s)
+                mine = run_chain(student, chain.private(), device, round_s)
+            timing.calls = theirs.calls
             # verified along the inputs as drawn: the student's copy may have been changed in place
-            timing.student_rounds.append(Round(chain, mine.calls, mine.seconds, mine.output))
-            timing.ratios.append((mine.seconds / mine.calls) / max(capping if cut else per_call, 1e-12))
+            timing.student_rounds.append(replace(mine, chain=chain))
+            timing.ratios.append((mine.seconds / mine.calls) / max(theirs.seconds / theirs.calls, 1e-12))
             if give_up_above is not None and len(timing.ratios) >= 3 and min(timing.ratios) > give_up_above:
                 break
             if (
@@ -270,16 +279,38 @@ def speed_ratio(
     return timing
 
 
-def timed_outputs(
-    timing: Timing, step: Callable[..., torch.Tensor], numbers: Collection[int] | None = None
-) -> Iterator[tuple[int, Round, torch.Tensor]]:
-    """For each of the student's timed rounds (those numbered ``numbers``, from 1, when given): (round number, the
-    round, the output it should have given), the expected output computed here by running ``step`` (the
-    reference) along the round's chain as many calls as the student made. Run after the clock has stopped."""
-    for number, round_ in enumerate(timing.student_rounds, 1):
-        if numbers is not None and number not in numbers:
-            continue
-        yield number, round_, round_.chain.private().run(step, round_.calls)[0]
+@dataclass
+class Replay:
+    """A timed round recomputed by the reference after the clock has stopped: every call's checksum (float64), the
+    size of its terms (``sum |w y|``, for the tolerance of a float32 sum) and the last output."""
+
+    sums: list[float]
+    sizes: list[float]
+    output: torch.Tensor
+
+
+def replay(
+    round_: Round,
+    step: Callable[..., torch.Tensor],
+    on_call: Callable[[int, float, float], None] = lambda *a: None,
+) -> Replay:
+    """``step`` (the reference) run along the round's chain, as many calls as the student made, each call's checksum
+    taken with the round's weights in float64 and handed to ``on_call(i, checksum, size)`` as soon as it is known
+    (which may raise: a round is replayed only as far as it is right)."""
+    chain = round_.chain.private()
+    weights = chain.weights.double()
+    sums: list[float] = []
+    sizes: list[float] = []
+
+    def note(y: torch.Tensor) -> None:
+        w = weights_at(weights, chain.offsets, len(sums), y.numel())
+        flat = y.reshape(-1).double()
+        sums.append(float(flat @ w))
+        sizes.append(float(flat.abs() @ w.abs()))
+        on_call(len(sums) - 1, sums[-1], sizes[-1])
+
+    output, _ = chain.run(step, round_.calls, note)
+    return Replay(sums, sizes, output)
 
 
 VERIFIED_ROUNDS = 5
@@ -297,6 +328,23 @@ def rounds_to_verify(timing: Timing, k: int = VERIFIED_ROUNDS) -> set[int]:
     return {i + 1 for i in random.SystemRandom().sample(range(n), min(k, n))}
 
 
+SIGMAS = 8.0
+"""How many standard deviations of a correct function's checksum difference a call's tolerance allows: ``<w, e>``
+for unit-normal weights ``w`` drawn independently of a rounding difference ``e`` is normal with deviation ``|e|``, so
+a correct function fails by chance with probability below 1e-15 per call."""
+
+_SUM_ROUNDING = {torch.float32: 2.0**-12, torch.float64: 2.0**-40}
+"""The rounding of a checksum's own sum relative to the size of its terms: float32 (the child sums a float32 output
+in float32; 2^-12 bounds a sum of 4096 terms, every SIMD lane of a 131072-term product) or float64."""
+
+
+def call_tolerance(n: int, atol: float, size: float, dtype: torch.dtype) -> float:
+    """How far a correct call's checksum may be from the replay's: ``SIGMAS`` times the largest ``|e|`` that an
+    output within ``atol`` of the reference in each of its ``n`` elements can have, plus the checksum's own rounding
+    (``size`` = ``sum |w y|``)."""
+    return SIGMAS * math.sqrt(n) * atol + _SUM_ROUNDING.get(dtype, 2.0**-40) * size
+
+
 def verify_timed_outputs(
     name: str,
     timing: Timing,
@@ -305,22 +353,47 @@ def verify_timed_outputs(
     *,
     chained: str,
 ) -> None:
-    """Raise ``CheckFailed`` unless the last output of each sampled timed round (``rounds_to_verify``) is
-    ``step``'s (the reference, run here along the same chain after the clock has stopped) within ``atol(round)``;
-    ``chained`` says how the calls of a round vary, for the message."""
+    """Raise ``CheckFailed`` unless every call of each sampled timed round (``rounds_to_verify``) left the checksum of
+    ``step``'s result (the reference, run here along the same chain after the clock has stopped) within
+    ``call_tolerance``, and the round's last output is ``step``'s within ``atol(round)``; ``chained`` says how the
+    calls of a round follow one another, for the message. A round is replayed up to its first wrong call only."""
     with single_thread():  # a second thread made these replays 8x slower on a loaded 2-core machine
-        verified = list(timed_outputs(timing, step, rounds_to_verify(timing)))
-    for number, timed, expected in verified:
-        problem = difference(expected, timed.output, atol=atol(timed), rtol=0.0, match_dtype=False,
-                             what="last output")  # fmt: skip
-        if problem is not None:
-            raise CheckFailed(
-                f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each "
-                f"on the previous call's output ({chained}), the last output is not the reference's.\n"
-                f"  {problem}\n  Every call must compute its own result: a function that remembers answers, "
-                f"changes what it does on repeated calls or returns a tensor it did not fill is not fast, it is "
-                f"wrong."
+        for number in sorted(rounds_to_verify(timing)):
+            _verify_round(name, number, timing.student_rounds[number - 1], step, atol, chained)
+
+
+def _verify_round(
+    name: str,
+    number: int,
+    timed: Round,
+    step: Callable[..., torch.Tensor],
+    atol: Callable[[Round], float],
+    chained: str,
+) -> None:
+    n, dtype, allowed_error = timed.output.numel(), timed.output.dtype, atol(timed)
+
+    def fail(where: str) -> None:
+        raise CheckFailed(
+            f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each on the "
+            f"previous call's output ({chained}), {where}\n  Every call must compute its own result: a function "
+            f"that skips calls, remembers answers, changes what it does on repeated calls or returns a tensor it did "
+            f"not fill is not fast, it is wrong."
+        )
+
+    def compare(i: int, theirs: float, size: float) -> None:
+        mine, allowed = float(timed.sums[i]), call_tolerance(n, allowed_error, size, dtype)
+        if not abs(mine - theirs) <= allowed:  # NaN fails too
+            fail(
+                f"call {i + 1} of {timed.calls} gave a result that is not the reference's: its checksum (the output's "
+                f"dot product with weights drawn for the round) is {mine:.7g}, the reference's {theirs:.7g} "
+                f"(tolerance {allowed:.2g})."
             )
+
+    expected = replay(timed, step, compare)
+    problem = difference(expected.output, timed.output, atol=allowed_error, rtol=0.0, match_dtype=False,
+                         what="last output")  # fmt: skip
+    if problem is not None:
+        fail(f"the last output (call {timed.calls}) is not the reference's.\n  {problem}")
 
 
 def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]], budget: Any, device: Any,
