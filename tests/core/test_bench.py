@@ -112,8 +112,9 @@ def test_calibration_proposes_a_pastable_budget_when_slow_is_far_and_skips_wrong
         return apply_rope(x, cos, sin, layout=layout)
 
     def slow(x, cos, sin, layout="half"):
-        time.sleep(0.25)  # far over any ratio the rule could propose for ``sane`` (about 1), even against a reference
-        # call of a few milliseconds (a round's link and checksum on a loaded machine)
+        # far over any ratio the rule could propose for ``sane`` (about 1), even against a reference call of a few
+        # milliseconds (a round's link and checksum on a loaded machine)
+        time.sleep(0.25)
         return apply_rope(x, cos, sin, layout=layout)
 
     def wrong(x, cos, sin, layout="half"):
