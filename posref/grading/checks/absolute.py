@@ -81,14 +81,19 @@ def check_sinusoidal_pe(fn: Callable[..., torch.Tensor], *, hidden: bool = False
 
     The output may be float32 or float64 (float16 and bfloat16 are refused by name: too coarse). Angles of float32
     tables are rounded at long positions, so the tolerance grows with the largest angle (about 8 float32 units in
-    the last place of ``n_positions``).
+    the last place of ``n_positions``). Hidden cases: first another base where it shows (3-200 positions, ``dim``
+    4-256), then 1, 2, up to 200 and 1000-6000 positions, ``dim`` 2 and any even ``dim`` up to 256, the default base
+    and another, each at least once in 15.
     """
     draw = Draw(hidden=hidden, device=device)
     cases = [Case((4, 6)), Case((50, 16)), Case((10, 8), {"base": 100.0})] if not hidden else []
-    for _ in range(draw.n(0, 16)):
-        n = draw.choice((1, 2, draw.int(3, 200), draw.int(1000, 6000)))
-        kwargs = {} if draw.int(0, 1) else {"base": draw.choice((10000.0, 500000.0, draw.uniform(50.0, 1e6)))}
-        cases.append(Case((n, draw.even(2, 256)), kwargs))
+    # hidden: first another base where it shows (several positions and pairs), then the classes
+    axes = dict(length=(1, 2, "short", "long"), dim=(2, "any"), base=(None, "other"))
+    first = dict(length="short", dim="any", base="other")
+    for c in [first, *draw.cover(15, **axes)] if hidden else []:
+        n = {"short": draw.int(3, 200), "long": draw.int(1000, 6000)}.get(c["length"], c["length"])
+        kwargs = {} if c["base"] is None else {"base": draw.choice((500000.0, draw.uniform(50.0, 1e6)))}
+        cases.append(Case((n, 2 if c["dim"] == 2 else draw.even(4, 256)), kwargs))
     for case in cases:
         case.atol = 2e-5 + 1e-6 * case.args[0]
         case.rtol = 0.0
@@ -113,13 +118,16 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
     """``fn(k, dim, base=10000.0)`` -> the ``(dim, dim)`` matrix with ``PE(p + k) = M_k @ PE(p)``.
 
     Compared with ``posref.sinusoidal_shift_matrix`` (block diagonal, one 2x2 rotation per interleaved pair); the
-    output may be float32 or float64.
+    output may be float32 or float64. Hidden cases: ``k`` = 0, negative, positive and far (100-5000), the default
+    base and another, each at least once in 16 (a lost sign of ``k`` fails every draw).
     """
     draw = Draw(hidden=hidden, device=device)
     cases = [Case((1, 4)), Case((3, 8)), Case((-2, 6), {"base": 100.0})] if not hidden else []
-    for _ in range(draw.n(0, 16)):
-        k = draw.choice((0, draw.int(-50, 50), draw.int(100, 5000)))
-        kwargs = {} if draw.int(0, 1) else {"base": draw.uniform(50.0, 1e5)}
+    for c in draw.cover(16, k=(0, "negative", "positive", "far"), base=(None, "other")) if hidden else []:
+        k = {"negative": -draw.int(1, 5000), "positive": draw.int(1, 50), "far": draw.int(100, 5000)}.get(
+            c["k"], 0
+        )
+        kwargs = {} if c["base"] is None else {"base": draw.uniform(50.0, 1e5)}
         cases.append(Case((k, draw.even(2, 64)), kwargs))
     for case in cases:
         case.atol, case.rtol = 1e-5 + 1e-6 * abs(case.args[0]), 0.0

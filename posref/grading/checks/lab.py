@@ -69,6 +69,8 @@ def _draw_lm_case(
     targets = torch.randint(0, v, (b, t), generator=draw.tensor_generator).to(draw.device)
     ignored = torch.rand(b, t, generator=draw.tensor_generator).to(draw.device) < ignore_share
     ignored[0] = False  # every position keeps at least one scored target (an all-ignored position is nan)
+    if ignore_share > 0:  # and at least one target is ignored
+        ignored[-1, draw.int(0, t - 1)] = True
     targets = targets.masked_fill(ignored, IGNORE_INDEX)
     # the tolerance is float32's whatever the logits: the reference upcasts them first, and so must the answer
     half = "" if dtype == torch.float32 else f", {str(dtype).removeprefix('torch.')} logits"
@@ -106,21 +108,20 @@ def _half_precision_hint(fn: Callable[..., torch.Tensor], cases: list[Case]) -> 
 @enforce_rules
 def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(logits (B, T, V), targets (B, T))`` -> ``(T,)``: mean cross-entropy (nats) at each position over the
-    batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.lab.evaluate``."""
+    batch, targets equal to ``IGNORE_INDEX`` (-100) neither scored nor counted; like ``posref.lab.evaluate``.
+    Hidden cases: no target ignored, some and half (at least one), each in float32 logits (12 cases) and in float16
+    and bfloat16 (8)."""
     draw = Draw(hidden=hidden, device=device)
     # float32 logits first, so that a wrong formula fails there with its hint; then half-precision logits, on
     # which only a computation in float32 or better passes (the text asks for it)
-    if hidden:
+    if hidden:  # every share of ignored targets in float32, then both half precisions
+        shares = (0.0, 0.2, 0.5)
+        classes = draw.cover(12, ignored=shares, dtype=(torch.float32,)) + draw.cover(
+            8, ignored=shares, dtype=_HALF
+        )
         cases = [
-            _draw_lm_case(
-                draw,
-                draw.int(2, 8),
-                draw.int(1, 70),
-                draw.int(2, 100),
-                draw.choice((0.0, 0.2, 0.5)),
-                torch.float32 if i < 12 else draw.choice(_HALF),
-            )
-            for i in range(20)
+            _draw_lm_case(draw, draw.int(2, 8), draw.int(1, 70), draw.int(2, 100), c["ignored"], c["dtype"])
+            for c in classes
         ]
     else:
         cases = [
@@ -175,25 +176,29 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
 
 def _draw_attention_cases(draw: Draw, extra: Callable[[int], dict]) -> list[Case]:
     """Cases ``(x (B, T, C), w_qkv (3C, C), n_heads, start, n_new, **extra(head_dim))``: the visible ones a plain
-    layer and a KV-cache step at an offset; the hidden ones any batch, heads, head dim, length, offset and step."""
+    layer and a KV-cache step at an offset; the hidden ones a KV-cache step at an offset first, then positions from 0
+    and from an offset, every token a query, the last one alone and several of the last (a KV-cache step), one
+    head, a power of two and another count (ALiBi's rule), each at least once in 11, batch, head dim and length
+    drawn."""
     cases = []
-    for i in range(draw.n(2, 12)):
+    if draw.hidden:
+        # the first case has cached keys and several queries: on one query at the end, keys read in reverse order
+        # (positions counted from 0 or 1) give the sign-flipped bias up to a constant, which the softmax drops, so
+        # a first failure there could not tell the two mistakes apart
+        first = dict(start="offset", queries="several of the last", heads=draw.choice((2, 4, 8)))
+        heads = (1, draw.choice((2, 4, 8)), draw.choice((3, 5, 6)))  # one, a power of two, another count
+        axes = dict(start=(0, "offset"), queries=("all", "the last", "several of the last"), heads=heads)
+        classes = [first, *draw.cover(11, **axes)]
+    else:
+        classes = [dict(start=0, queries="all"), dict(start="offset", queries="several of the last")]
+    for i, k in enumerate(classes):
         if draw.hidden:
-            # the first case has cached keys and several queries: on one query at the end, keys read in reverse
-            # order (positions counted from 0 or 1) give the sign-flipped bias up to a constant, which the softmax
-            # drops, so a first failure there could not tell the two mistakes apart
-            b, h, d, t = (
-                draw.int(1, 3),
-                draw.choice((1, 2, 3, 4, 8)),
-                draw.even(2, 24),
-                draw.int(3 if i == 0 else 1, 40),
-            )
-            start, n_new = (
-                draw.choice((0, draw.int(1, 200))),
-                draw.int(2, t - 1) if i == 0 else draw.int(1, t),
-            )
+            b, h, d = draw.int(1, 3), k["heads"], draw.even(2, 24)
+            t = draw.int(1, 40) if k["queries"] != "several of the last" else draw.int(3, 40)
+            start = draw.int(1, 200) if k["start"] == "offset" else 0
+            n_new = {"all": t, "the last": 1}.get(k["queries"]) or draw.int(2, t - 1)
         else:
-            b, h, d, t, start, n_new = ((2, 2, 8, 6, 0, 6), (1, 4, 4, 9, 5, 3))[i]
+            b, h, d, t, start, n_new = ((2, 2, 8, 6, 0, 6), (1, 3, 4, 9, 5, 3))[i]
         c = h * d
         x, w_qkv = draw.randn(b, t, c), draw.randn(3 * c, c, scale=c**-0.5)
         label = f"{h} heads of dim {d}, positions {start}..{start + t - 1}, the last {n_new} as queries"
@@ -287,6 +292,9 @@ def check_rope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         "pairs are (dim i, dim i + D/2) in the half layout, not neighbours (2i, 2i + 1)": variant(
             lambda d, b: RoPEPositions(d, base=b, layout="interleaved")
         ),
+        "pair i turns at theta_i = base**(-2i/D), D the head dim: the exponent is 2i/D (you used i/D)": variant(
+            lambda d, b: RoPEPositions(d, base=b**0.5)
+        ),
     }
     first_difference("rope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
@@ -315,6 +323,12 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
         "not arange(Tq) and arange(Tk)": variant(where=_from_zero),
         "head h gets slope 2**(-8h/n) for h = 1..n, the steepest first: the slopes are in reverse order": variant(
             slopes=lambda s: s.flip(0)
+        ),
+        "for a head count that is not a power of two, ALiBi takes the slopes of the largest power of two c < n, "
+        "then every other slope of 2c (notebook 03's rule), not 2**(-8h/n) for h = 1..n": variant(
+            slopes=lambda s: (
+                2.0 ** (-8.0 * torch.arange(1, s.numel() + 1, dtype=s.dtype, device=s.device) / s.numel())
+            )
         ),
     }
     first_difference(
@@ -377,12 +391,17 @@ def run_drop(
 def check_drop(fn: Callable[..., tuple], *, hidden: bool = False, device=None) -> None:
     """``fn(weights, idx, vocab_size, d_model, n_layers, n_heads)`` -> ``run_drop(drop, ...)`` with the student's
     ``drop``: DroPE's first step (arXiv 2512.12167), a new model with every weight kept and no position signal,
-    the trained model left as it was; like ``TinyDecoder.with_positions("nope")``."""
+    the trained model left as it was; like ``TinyDecoder.with_positions("nope")``. Hidden cases: one layer and
+    several, one head and several, each at least once in 4."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for _ in range(draw.n(1, 4)):
-        v, h = (draw.int(5, 40), draw.choice((1, 2, 4))) if hidden else (11, 2)
-        c, layers, t = (h * draw.even(2, 8), draw.int(1, 3), draw.int(2, 30)) if hidden else (8, 2, 7)
+    classes = draw.cover(4, layers=(1, "several"), heads=(1, "several")) if hidden else [{}]
+    for k in classes:
+        if hidden:
+            v, h = draw.int(5, 40), 1 if k["heads"] == 1 else draw.choice((2, 4))
+            c, layers, t = h * draw.even(2, 8), 1 if k["layers"] == 1 else draw.int(2, 3), draw.int(2, 30)
+        else:
+            v, h, c, layers, t = 11, 2, 8, 2, 7
         size = _weights(build_model(v, {"method": "rope"}, d_model=c, n_layers=layers, n_heads=h)).numel()
         idx = torch.randint(0, v, (draw.int(1, 3), t), generator=draw.tensor_generator).to(draw.device)
         label = f"vocabulary {v}, d_model {c}, {layers} layers, {h} heads"
@@ -435,19 +454,20 @@ def check_causal_mean(
     fn: Callable[[torch.Tensor], torch.Tensor], *, hidden: bool = False, device=None
 ) -> None:
     """``fn(v (..., T, D))`` -> ``(..., T, D)``: causal attention with all scores equal, i.e. row ``t`` is the
-    mean of ``v[..., :t+1, :]``; like ``posref.scaled_dot_product_attention`` with zero queries and keys."""
+    mean of ``v[..., :t+1, :]``; like ``posref.scaled_dot_product_attention`` with zero queries and keys. Hidden
+    cases: no leading dim, one and two, float32 and float64, one token and 3-80, each at least once in 16."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(2, 16)):
-        lead = tuple(draw.int(1, 3) for _ in range(draw.int(0, 2))) if hidden else ((), (2,))[i]
+    # the visible cases include float64, so that 'in v's dtype' is checked where the student sees it
+    visible = [dict(leads=0, dtype=torch.float32), dict(leads=1, dtype=torch.float64)]
+    axes = dict(leads=(0, 1, 2), dtype=(torch.float32, torch.float64), length=(1, "more"))
+    for i, c in enumerate(draw.cover(16, **axes) if hidden else visible):
+        lead = tuple(draw.int(1, 3) if hidden else 2 for _ in range(c["leads"]))
         # no T = 2: there dividing row t by t gives the running sum, and the hint could name the wrong mistake
-        t, d = (draw.choice((1, *range(3, 81))), draw.int(1, 16)) if hidden else ((4, 3), (5, 2))[i]
-        # the visible cases include float64, so that 'in v's dtype' is checked where the student sees it
-        dtype = (
-            draw.choice((torch.float32, torch.float32, torch.float64))
-            if hidden
-            else (torch.float32, torch.float64)[i]
+        t, d = (
+            (1 if c["length"] == 1 else draw.int(3, 80), draw.int(1, 16)) if hidden else ((4, 3), (5, 2))[i]
         )
+        dtype = c["dtype"]
         cases.append(Case((draw.randn(*lead, t, d, dtype=dtype),), atol=1e-5, rtol=1e-5))
 
     def counts(v, offset):

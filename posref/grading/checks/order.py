@@ -17,22 +17,38 @@ from posref.grading.rules import enforce_rules
 def check_attention(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(q, k, v, causal=False)`` -> ``(..., H, Tq, Dv)`` equals ``posref.scaled_dot_product_attention``.
 
-    Causal cases have ``Tq == Tk`` (self-attention); non-causal ones may have ``Tq != Tk``.
+    Causal cases have ``Tq == Tk`` (self-attention); non-causal ones may have ``Tq != Tk``. Hidden cases: causal
+    and not, no leading dims, one and two, one head and several, non-causal with fewer and with more queries than
+    keys, each at least once in 30.
     """
     draw = Draw(hidden=hidden, device=device)
+    if hidden:
+        classes = draw.cover(
+            30, causal=(False, True), leads=(0, 1, 2), heads=(1, 5), queries=("fewer", "more")
+        )
+    else:
+        classes = [
+            dict(causal=i % 2 == 1, leads=min(i, 1), heads=(2, 3, 4)[i], queries="fewer") for i in range(3)
+        ]
     cases = []
-    for i in range(draw.n(3, 30)):
-        causal = i % 2 == 1
-        lead = () if i == 0 else tuple(draw.int(1, 3) for _ in range(draw.int(1, 2 if draw.hidden else 1)))
-        h, tq, d, dv = draw.int(1, 5), draw.int(1, 9 if not hidden else 40), draw.int(2, 16), draw.int(1, 12)
-        tk = tq if causal else draw.int(1, 40 if hidden else 9)
+    for c in classes:
+        lead = tuple(draw.int(1, 3) for _ in range(c["leads"]))
+        h = 1 if c["heads"] == 1 else draw.int(2, c["heads"])
+        limit = 40 if hidden else 9
+        tq, d, dv = draw.int(1, limit - 1), draw.int(2, 16), draw.int(1, 12)
+        if c["causal"]:
+            tk = tq
+        elif c["queries"] == "fewer":
+            tk = draw.int(tq + 1, limit)
+        else:
+            tq, tk = tq + 1, draw.int(1, tq)
         dtype = torch.float32  # the reference's softmax runs in float32
         q, k, v = (
             draw.randn(*lead, h, tq, d, dtype=dtype),
             draw.randn(*lead, h, tk, d, dtype=dtype),
             draw.randn(*lead, h, tk, dv, dtype=dtype),
         )
-        cases.append(Case((q, k, v), {"causal": causal}))
+        cases.append(Case((q, k, v), {"causal": c["causal"]}))
     mistakes = {
         "scores are not divided by sqrt(head_dim): use softmax(q k^T / sqrt(d)) v": lambda q, k, v, causal: (
             scaled_dot_product_attention(q, k, v, causal=causal, scale=1.0)

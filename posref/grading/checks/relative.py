@@ -15,9 +15,12 @@ from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relativ
 
 @enforce_rules
 def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = False, device=None) -> None:
-    """``fn(n_heads)`` -> ``(n_heads,)`` equals ``posref.alibi_slopes`` (any head count, powers of two or not)."""
+    """``fn(n_heads)`` -> ``(n_heads,)`` equals ``posref.alibi_slopes`` (any head count, powers of two or not).
+    Hidden cases: 1, 2, a power of two up to 64, 3, 5, 6, 7 and 11 counts drawn from 9 to 96."""
     draw = Draw(hidden=hidden, device=device)
-    counts = [8, 4, 12] if not hidden else [1, 2, 3, 5, 6, 7] + [draw.int(9, 96) for _ in range(12)]
+    # hidden: 1, 2 and a power of two from 4 to 64, every count from 3 to 7 but 4, then counts drawn up to 96
+    powers = [1, 2, draw.choice((4, 8, 16, 32, 64))]
+    counts = [8, 4, 12] if not hidden else powers + [3, 5, 6, 7] + [draw.int(9, 96) for _ in range(11)]
     cases = [Case((n,), atol=1e-7, rtol=1e-5) for n in counts]
     mistakes = {
         "for a head count that is not a power of two, take the slopes of the largest power of two c < n and "
@@ -43,18 +46,26 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
 
 @enforce_rules
 def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
-    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-m_h |i - j|``."""
+    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-m_h |i - j|``.
+
+    Hidden cases: as many queries as keys and fewer (a KV-cache step), positions from 0 and from an offset, float32
+    and float64 slopes, each at least once in 20."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(3, 20)):
+    if hidden:
+        classes = draw.cover(
+            20, queries=("all", "fewer"), start=(0, "offset"), dtype=(torch.float32, torch.float64)
+        )
+    else:  # the output keeps slopes' dtype
+        visible = (("all", torch.float32), ("fewer", torch.float32), ("all", torch.float64))
+        classes = [dict(queries=q, start=0, dtype=t) for q, t in visible]
+    for i, c in enumerate(classes):
         h = draw.int(1, 16) if hidden else (2, 3, 4)[i]
-        tk = draw.int(1, 40 if hidden else 5)
-        tq = tk if i % 2 == 0 else draw.int(1, tk)
-        k_pos = draw.positions(tk, max_start=5000 if hidden else 0)
+        tk = draw.int(2, 40 if hidden else 5)
+        tq = tk if c["queries"] == "all" else draw.int(1, tk - 1)
+        k_pos = draw.positions(tk) + (draw.int(1, 5000) if c["start"] == "offset" else 0)
         q_pos = k_pos[tk - tq :]  # queries are the last tq tokens (as when decoding with a KV cache)
-        visible_dtype = (torch.float32, torch.float32, torch.float64)[i % 3]  # the output keeps slopes' dtype
-        dtype = draw.choice((torch.float32, torch.float64)) if hidden else visible_dtype
-        slopes = alibi_slopes(h, device=draw.device, dtype=dtype)
+        slopes = alibi_slopes(h, device=draw.device, dtype=c["dtype"])
         cases.append(Case((slopes, q_pos, k_pos)))
     mistakes = {
         "the bias must be a penalty: -slope * |i - j| is <= 0 and falls with distance": lambda s, q, k: (
@@ -100,23 +111,34 @@ def _bucket_unclipped(rel, bidirectional=True, num_buckets=32, max_distance=128)
 @enforce_rules
 def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(relative_position, bidirectional=True, num_buckets=32, max_distance=128)`` -> integer buckets in
-    ``[0, num_buckets)``, equal to ``posref.t5_relative_position_bucket``; ``relative_position = key - query``."""
+    ``[0, num_buckets)``, equal to ``posref.t5_relative_position_bucket``; ``relative_position = key - query``.
+
+    Hidden cases: every distance up to 20 or 300 on both sides, up to 5000 (past every max_distance), or a block of
+    queries and keys (both signs);
+    bidirectional and not; the default sizes and others; each at least once in 20."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(3, 20)):
-        limit = 300 if not hidden else draw.choice((20, 300, 5000))
-        rel = torch.arange(-limit, limit + 1, device=draw.device)
-        if hidden and draw.int(0, 1):
-            q, k = (
-                draw.positions(draw.int(1, 64), max_start=2000),
-                draw.positions(draw.int(1, 64), max_start=2000),
-            )
+    if hidden:
+        classes = draw.cover(
+            20, rel=("near", "far", "grid"), bidirectional=(True, False), sizes=("default", "other")
+        )
+    else:
+        classes = [dict(rel="range", bidirectional=b, sizes=z) for b, z in ((True, "default"), (False, "default"),
+                                                                             (True, "visible"))]  # fmt: skip
+    for c in classes:
+        if c["rel"] != "grid":  # every distance up to a limit, on both sides (far: past every max_distance)
+            limit = 300 if not hidden else (draw.choice((20, 300)) if c["rel"] == "near" else 5000)
+            rel = torch.arange(-limit, limit + 1, device=draw.device)
+        else:  # key - query for a block of queries and one of keys that overlap: both signs in every case
+            nq, nk = draw.int(2, 64), draw.int(2, 64)
+            q = draw.positions(nq) + draw.int(0, 2000)
+            k = draw.positions(nk) + int(q[0]) + draw.int(2 - nk, nq - 2)
             rel = k[None, :] - q[:, None]
-        kwargs = {"bidirectional": (True, False, True)[i] if not hidden else bool(draw.int(0, 1))}
-        if hidden and draw.int(0, 1):
+        kwargs = {"bidirectional": c["bidirectional"]}
+        if c["sizes"] == "other":
             kwargs["num_buckets"] = draw.choice((8, 16, 32, 64))
             kwargs["max_distance"] = draw.choice((kwargs["num_buckets"], 128, 500))
-        elif i == 2:
+        elif c["sizes"] == "visible":
             kwargs.update(num_buckets=16, max_distance=64)
         cases.append(Case((rel,), kwargs))
     mistakes = {
@@ -165,22 +187,30 @@ def _t5_bias_from(weight, rel, bidirectional, max_distance):
 def check_t5_learned_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(weight (num_buckets, H), q_positions (Tq,), k_positions (Tk,), bidirectional=True, max_distance=128)``
     -> ``(H, Tq, Tk)`` in ``weight``'s dtype: row ``bucket(k - q)`` of the table for each query-key pair, heads
-    first; like ``posref.T5RelativeBias`` holding the same weights (its ``embedding.weight``)."""
+    first; like ``posref.T5RelativeBias`` holding the same weights (its ``embedding.weight``). Hidden cases:
+    bidirectional and not, as many queries as keys and fewer, positions from 0 and from an offset, float32 and
+    float64 tables, each at least once in 16."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(3, 16)):
+    classes = (
+        draw.cover(16, bidirectional=(True, False), queries=("all", "fewer"), start=(0, "offset"),
+                   dtype=(torch.float32, torch.float64))
+        if hidden
+        else [dict(bidirectional=b, queries=q, start=0) for b, q in ((True, "all"), (False, "fewer"), (True, "all"))]
+    )  # fmt: skip
+    for i, c in enumerate(classes):
         if hidden:
             num_buckets, h = draw.choice((8, 16, 32, 64)), draw.int(1, 12)
-            tk = draw.int(1, 48)
+            tk = draw.int(2, 48)
             max_distance = draw.choice((num_buckets, 128, draw.int(num_buckets, 600)))
-            dtype = draw.choice((torch.float32, torch.float64))
+            dtype = c["dtype"]
         else:
             num_buckets, h, tk, max_distance, dtype = ((32, 2, 6, 128, torch.float32), (16, 3, 40, 20, torch.float32),
                                                        (8, 4, 9, 16, torch.float64))[i]  # fmt: skip
-        tq = tk if i % 2 == 0 else draw.int(1, tk)
-        k_pos = draw.positions(tk, max_start=3000 if hidden else 0)
+        tq = tk if c["queries"] == "all" else draw.int(1, tk - 1)
+        k_pos = draw.positions(tk) + (draw.int(1, 3000) if c["start"] == "offset" else 0)
         q_pos = k_pos[tk - tq :]  # queries are the last tq tokens (a KV-cache step)
-        kwargs = {"bidirectional": bool(draw.int(0, 1)) if hidden else (True, False, True)[i]}
+        kwargs = {"bidirectional": c["bidirectional"]}
         if max_distance != 128:
             kwargs["max_distance"] = max_distance
         weight = draw.randn(num_buckets, h, dtype=dtype)

@@ -22,22 +22,25 @@ def _score_reference(q, k, inv_freq, distances):
 def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(q, k, inv_freq, distances)`` -> ``(..., L)`` equals ``posref.rope_scores_by_distance`` (half layout).
 
-    Distances reach 10^5 in hidden cases, so the angles must be formed in float64 as the exercise asks.
+    Distances reach 10^5 in hidden cases, so the angles must be formed in float64 as the exercise asks. Hidden
+    cases: distances up to 20, 1000 and 10^5 (each reaching its span), float32 and float64, no leading dim, one and
+    two, each at least once in 24.
     """
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(2, 24)):
+    axes = dict(span=(20, 1000, 100_000), dtype=(torch.float32, torch.float64), leads=(0, 1, 2))
+    visible = [dict(span=None, dtype=torch.float32, leads=i) for i in range(2)]
+    for i, c in enumerate(draw.cover(24, **axes) if hidden else visible):
         d = draw.even(2, 64) if hidden else (4, 8)[i]
-        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 2))) if hidden else ((), (2,))[i]
-        dtype = draw.choice((torch.float32, torch.float32, torch.float64)) if hidden else torch.float32
+        lead = tuple(draw.int(1, 4) if hidden else 2 for _ in range(c["leads"]))
+        dtype = c["dtype"]
         q, k = draw.randn(*lead, d, dtype=dtype), draw.randn(*lead, d, dtype=dtype)
         base = draw.choice((10000.0, 500000.0, 10.0)) if hidden else 10000.0
         inv_freq = default_inv_freq(d, base, device=draw.device)
-        if hidden:
-            span = draw.choice((20, 1000, 100_000))
-            distances = torch.tensor(
-                [draw.int(-span, span) for _ in range(draw.int(1, 40))], device=draw.device
-            )
+        if hidden:  # one distance at the span's end and others within it, of both signs
+            span = c["span"]
+            spread = [draw.int(-span, span) for _ in range(draw.int(0, 39))]
+            distances = torch.tensor([draw.choice((-span, span)), *spread], device=draw.device)
         else:
             distances = torch.arange(0, 6, device=draw.device)
         # scores are sums of d terms of size |q||k|/d: scale the tolerance with the sum of |q_j k_j|
@@ -90,14 +93,16 @@ def _pair_norms_reference(x, layout="half"):
 
 @enforce_rules
 def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
-    """``fn(x, layout="half")`` -> ``(..., D/2)`` equals ``posref.pair_norms`` in both layouts."""
+    """``fn(x, layout="half")`` -> ``(..., D/2)`` equals ``posref.pair_norms`` in both layouts. Hidden cases: both
+    layouts, float32 and float64, no leading dim, one and three, each at least once in 20."""
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(2, 20)):
-        layout = draw.choice(("half", "interleaved")) if hidden else ("half", "interleaved")[i]
+    axes = dict(layout=("half", "interleaved"), dtype=(torch.float32, torch.float64), leads=(0, 1, 3))
+    visible = [dict(layout="half", dtype=torch.float32), dict(layout="interleaved", dtype=torch.float64)]
+    for i, c in enumerate(draw.cover(20, **axes) if hidden else visible):
+        layout, dtype = c["layout"], c["dtype"]
         d = draw.even(2, 64) if hidden else 6
-        lead = tuple(draw.int(1, 4) for _ in range(draw.int(0, 3))) if hidden else ((2,), (2, 3))[i]
-        dtype = draw.choice((torch.float32, torch.float64)) if hidden else (torch.float32, torch.float64)[i]
+        lead = tuple(draw.int(1, 4) for _ in range(c["leads"])) if hidden else ((2,), (2, 3))[i]
         cases.append(Case((draw.randn(*lead, d, dtype=dtype),), {"layout": layout}, label=layout))
 
     def other_layout(x, layout="half"):
@@ -117,24 +122,32 @@ def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
 def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
     """``fn(inv_freq, p)`` -> ``(r,)`` equals ``posref.p_rope_inv_freq``: the ``floor(p r)`` highest kept, rest 0.
 
-    Hidden cases include shuffled frequencies (rank by value, not index) and fractions where ``p r`` is not an
-    integer (floor, not round). Where ``p r`` in floating point falls just under a whole number (0.58 * 50 =
+    Hidden cases: frequencies sorted and shuffled (rank by value, not index), p = 0, 1, a quarter and any other
+    fraction (``p r`` most often not an integer: floor, not round), each at least once in 24. Where ``p r`` in floating point falls just under a whole number (0.58 * 50 =
     28.999999999999996), keeping that whole number (the reference) or one fewer (``math.floor(p * r)``) both pass.
     """
     draw = Draw(hidden=hidden, device=device)
     cases = []
-    for i in range(draw.n(5, 24)):
+    # visible: one shuffled case, too; 0.3 * 8 = 2.4: floor, not round or ceil
+    visible = [dict(order=o, p=p) for o, p in zip("sssrs", (0.25, 0.5, 1.0, 0.3, 0.58), strict=True)]
+    fractions = (0.0, 1.0, "quarter", "any")  # any: p r not a whole number, most often
+    # hidden: first a shuffled case whose highest frequency is last, keeping some but not all (where ranking by
+    # index shows), then the classes
+    classes = (
+        [dict(order="last", p="some"), *draw.cover(23, order=("s", "r"), p=fractions)] if hidden else visible
+    )
+    for i, c in enumerate(classes):
         d = draw.even(4, 128) if hidden else (16, 16, 16, 16, 100)[i]
         inv_freq = default_inv_freq(
             d, draw.choice((10000.0, 500000.0)) if hidden else 10000.0, device=draw.device
         )
-        if (hidden and draw.int(0, 1)) or (not hidden and i == 3):  # visible: one shuffled case, too
-            inv_freq = inv_freq[draw.permutation(inv_freq.shape[0])]
-        p = (
-            draw.choice((0.0, 0.25, 0.5, 0.75, 1.0, round(draw.uniform(0, 1), 3)))
-            if hidden
-            else (0.25, 0.5, 1.0, 0.3, 0.58)[i]  # 0.3 * 8 = 2.4: floor, not round or ceil
-        )
+        r = inv_freq.shape[0]
+        if c["order"] != "s":  # shuffled: rank by value
+            inv_freq = inv_freq[draw.permutation(r)]
+        if c["order"] == "last":  # the highest frequency moved to the end
+            inv_freq = torch.cat((inv_freq[inv_freq != inv_freq.max()], inv_freq.max()[None]))
+        fraction = {"quarter": draw.choice((0.25, 0.5, 0.75)), "any": round(draw.uniform(0.01, 0.99), 3)}
+        p = round((draw.int(1, r - 1) + 0.5) / r, 6) if c["p"] == "some" else fraction.get(c["p"], c["p"])
         cases.append(Case((inv_freq, p), label=f"{inv_freq.shape[0]} frequencies, p = {p}"))
 
     def keep_lowest(inv_freq, p):

@@ -8,6 +8,7 @@ names them (``{"factor": 8.0, "original_max_position_embeddings": 8192, ...}``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -24,42 +25,54 @@ from posref.scaling import (
     ntk_base,
     ratio_ramp,
     rope_frequencies,
+    yarn_index_ramp,
     yarn_mscale,
 )
 
 # YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
-_YARN_BETAS = (None, None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
+_YARN_BETAS = (None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
+# Llama 3's bands: (low_freq_factor, high_freq_factor), Llama 3.1's first
+_LLAMA3_BANDS = ((1.0, 4.0), (1.0, 2.0), (2.0, 4.0), (2.0, 8.0))
+_LENGTHS = (None, "below", "at", "above")  # seq_len: at initialisation, shorter than L, L, longer
 
 
-def _yarn_keys(draw: Draw, index: int) -> dict:
-    # the visible cases always include one with betas (the last), so reading them is checked in the notebook
-    betas = draw.choice(_YARN_BETAS) if draw.hidden else (None, None, _YARN_BETAS[2])[index % 3]
-    return betas or {}
+def _axes(rope_type: str) -> dict[str, tuple]:
+    """The case classes of ``rope_type``'s hidden cases: each option of each axis is drawn in every run."""
+    axes: dict[str, tuple] = {"factor": ("whole", "fraction"), "base": (10000.0, "other")}
+    if SCALING_METHODS[rope_type].length_dependent:
+        axes["seq_len"] = _LENGTHS
+    if rope_type in ("yarn", "ntk_by_parts"):
+        axes["betas"] = _YARN_BETAS
+    if rope_type == "llama3":
+        axes["bands"] = _LLAMA3_BANDS
+    return axes
 
 
-def _llama3_keys(draw: Draw, index: int) -> dict:
-    low = draw.choice((1.0, 2.0))
-    return {"low_freq_factor": low, "high_freq_factor": low * draw.choice((2.0, 4.0))}
+def _visible(index: int) -> dict:
+    """The visible cases' classes: the last of three has toy betas, so reading them is checked in the notebook."""
+    return {"factor": "whole", "base": 10000.0, "seq_len": (None, "below", "above")[index],
+            "betas": (None, None, _YARN_BETAS[1])[index], "bands": _LLAMA3_BANDS[index]}  # fmt: skip
 
 
-# what a method's cases carry beside the factor and, where the method reads it, the training length (the
-# registry's needs_original_len): drawn per case, ``index`` the case's number
-_OTHER_KEYS: dict[str, Callable[[Draw, int], dict]] = {
-    "yarn": _yarn_keys,
-    "ntk_by_parts": _yarn_keys,
-    "llama3": _llama3_keys,
-}
-
-
-def _params(draw: Draw, rope_type: str, index: int = 0) -> dict:
-    factor = draw.choice((2.0, 4.0, 8.0, draw.uniform(1.5, 32.0)))
-    original = draw.choice((512, 2048, 4096, 8192))
+def _case(draw: Draw, rope_type: str, head_dim: int, c: dict) -> Case:
+    """A case of ``rope_type`` in the class ``c`` (see ``_axes``), its numbers drawn."""
+    factor = draw.choice((2.0, 4.0, 8.0, 16.0)) if c["factor"] == "whole" else draw.uniform(1.5, 32.0)
+    base = c["base"] if c["base"] != "other" else draw.choice((500000.0, draw.uniform(1e3, 1e6)))
     params = {"factor": factor}
+    original = draw.choice((512, 2048, 4096, 8192))
     if SCALING_METHODS[rope_type].needs_original_len:
         params[ORIGINAL_LEN_KEY] = original
-    if rope_type in _OTHER_KEYS:
-        params.update(_OTHER_KEYS[rope_type](draw, index))
-    return params
+    if rope_type in ("yarn", "ntk_by_parts"):
+        params.update(c["betas"] or {})
+    if rope_type == "llama3":
+        params["low_freq_factor"], params["high_freq_factor"] = c["bands"]
+    args = (head_dim, base, params)
+    if SCALING_METHODS[rope_type].length_dependent:
+        shorter, longer = draw.int(1, original - 1), draw.int(original + 1, 16 * original)
+        if not draw.hidden:
+            shorter, longer = original // 2, 3 * original
+        args += ({"below": shorter, "at": original, "above": longer}.get(c["seq_len"]),)
+    return Case(args, atol=1e-12, rtol=1e-5)
 
 
 def _reference(rope_type: str, head_dim, base, params, seq_len=None):
@@ -88,14 +101,34 @@ def _ntk_at(alpha_of: Callable[[float, int, int | None], float]):
     return run
 
 
-def _by_parts_weighted(weight_of: Callable[[torch.Tensor], torch.Tensor], attention_factor=lambda s: 1.0):
+def _by_parts_weighted(
+    weight_of: Callable[[torch.Tensor], torch.Tensor],
+    attention_factor=lambda s: 1.0,
+    *,
+    ramp: Callable[..., torch.Tensor] = ratio_ramp,
+    read_betas: bool = True,
+):
+    """NTK-by-parts' frequencies with the weights ``weight_of(ramp(...))`` (the right ones: the identity of
+    ``ratio_ramp``), the betas read from ``params`` or not (the defaults 32 and 1), and ``attention_factor(s)``."""
+
     def run(d, b, p, seq_len=None):
-        betas = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
-        weight = weight_of(ratio_ramp(d, b, p[ORIGINAL_LEN_KEY], *betas))
+        betas = (p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)) if read_betas else (32.0, 1.0)
+        weight = weight_of(ramp(d, b, p[ORIGINAL_LEN_KEY], *betas))
         inv_freq = default_inv_freq(d, b)
         return inv_freq * (1 - weight) + inv_freq / p["factor"] * weight, attention_factor(p["factor"])
 
     return run
+
+
+def _llama3_blend_inverted(d, b, p, seq_len=None):
+    """Llama 3's bands with ``smooth`` and ``1 - smooth`` swapped in the blend."""
+    inv_freq, factor, original = default_inv_freq(d, b), p["factor"], p[ORIGINAL_LEN_KEY]
+    low, high = p["low_freq_factor"], p["high_freq_factor"]
+    wavelength = 2 * math.pi / inv_freq
+    smooth = (original / wavelength - low) / (high - low)
+    blended = smooth * inv_freq / factor + (1 - smooth) * inv_freq
+    kept, divided = wavelength < original / high, wavelength > original / low
+    return torch.where(kept, inv_freq, torch.where(divided, inv_freq / factor, blended)), 1.0
 
 
 # the methods notebook 07 has an exercise for (the registry's others have none), each with the mistakes its
@@ -121,6 +154,10 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
         f"give: {_READ_BETAS}": partial(_yarn_default_betas, ramp="ratio"),
         "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
         f"give with the library's ramp: {_READ_BETAS}": partial(_yarn_default_betas, ramp="index"),
+        "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept (theta), pairs "
+        "that turn fewer than beta_slow times are divided by the factor (theta / s)": (
+            _by_parts_weighted(lambda w: 1 - w, yarn_mscale)
+        ),
     },
     "dynamic": {
         "up to the training length L Dynamic NTK is plain RoPE: the length it reads is n = max(seq_len, L) "
@@ -136,6 +173,12 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
         ),
         "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept, pairs that "
         "turn fewer than beta_slow times are divided by the factor": _by_parts_weighted(lambda w: 1 - w),
+        "NTK-by-parts ramps linearly in the turns r_i = L theta_i / (2 pi) a pair makes within L (the paper's "
+        "formula); a ramp linear in the pair index is the transformers library's YaRN ramp, not NTK-by-parts": (
+            _by_parts_weighted(lambda w: w, ramp=yarn_index_ramp)
+        ),
+        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+        f"give: {_READ_BETAS}": _by_parts_weighted(lambda w: w, read_betas=False),
     },
     "llama3": {
         "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
@@ -143,6 +186,8 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
             lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
         ),
         "that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq": _plain,
+        "the blend runs the wrong way: between the bands theta' = (1 - smooth) theta / s + smooth theta, so that a "
+        "pair near the short band (smooth near 1) is nearly kept": _llama3_blend_inverted,
     },
 }
 
@@ -163,25 +208,19 @@ def _other_correct(rope_type: str) -> Callable | None:
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
     ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``dynamic``, ``ntk_by_parts``,
-    ``yarn``, ``llama3``); a length-dependent method's cases carry ``seq_len`` (None, below or above ``L``).
+    ``yarn``, ``llama3``); a length-dependent method's cases carry ``seq_len`` (None, below, at or above ``L``).
     Frequencies are float32 on the CPU; the tolerance is a few float32 units in the last place (relative). For
-    YaRN the paper's ramp and the library's are both accepted, and some cases carry ``beta_fast``/``beta_slow``
-    (one of the visible ones)."""
+    YaRN the paper's ramp and the library's are both accepted. Hidden cases (``_axes``): a whole and a fractional
+    factor, base 10000 and another; ``seq_len`` None, below, at and above ``L`` (Dynamic NTK); no betas and two
+    other pairs (YaRN, NTK-by-parts; the last visible case has betas too); four pairs of Llama 3's band factors;
+    each at least once in 16."""
     if rope_type not in FREQUENCY_MISTAKES:
         checked = ", ".join(FREQUENCY_MISTAKES)
         raise ValueError(f"no frequency checker for rope_type {rope_type!r}; expected one of {checked}")
     draw = Draw(hidden=hidden, device=device)
-    cases = []
-    for i in range(draw.n(3, 16)):
-        head_dim = (64, 128, 32)[i] if not hidden else draw.even(8, 256)
-        base = 10000.0 if not hidden else draw.choice((10000.0, 500000.0, draw.uniform(1e3, 1e6)))
-        params = _params(draw, rope_type, i)
-        args = (head_dim, base, params)
-        if SCALING_METHODS[rope_type].length_dependent:  # None (at initialisation), shorter than L, longer
-            original = params[ORIGINAL_LEN_KEY]
-            lengths = (None, draw.int(1, original), original, draw.int(original + 1, 16 * original))
-            args += (draw.choice(lengths) if hidden else (None, original // 2, 3 * original)[i],)
-        cases.append(Case(args, atol=1e-12, rtol=1e-5))
+    classes = draw.cover(16, **_axes(rope_type)) if hidden else [_visible(i) for i in range(3)]
+    head_dims = [draw.even(8, 256) for _ in classes] if hidden else [64, 128, 32]
+    cases = [_case(draw, rope_type, d, c) for d, c in zip(head_dims, classes, strict=True)]
     first_difference(
         f"{rope_type} frequencies",
         fn,
@@ -235,17 +274,23 @@ def check_rope_frequencies_llama3(fn: Callable, *, hidden: bool = False, device=
 @enforce_rules
 def check_longrope_mutation(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """``fn(parent (n,), which (n,) bool, noise (n,), low, high, monotone)`` -> ``(n,)``: one mutation step of
-    LongRoPE's search (arXiv 2402.13753, Alg. 1), like ``posref.longrope_search.mutate_factors``."""
+    LongRoPE's search (arXiv 2402.13753, Alg. 1), like ``posref.longrope_search.mutate_factors``. Hidden cases: one
+    whose step breaks the order with ``monotone=False``, then monotone and not, 30%, half and all factors mutated,
+    upper bounds 4, 8 and 32, each at least once in 15."""
     draw = Draw(hidden=hidden, device="cpu")  # factors are search bookkeeping, on the CPU
     cases = []
-    for i in range(draw.n(3, 16)):
-        n = draw.int(1, 64) if hidden else (8, 6, 16)[i]
+    visible = [dict(monotone=m, share=0.5, high=h) for m, h in ((True, 8.0), (False, 4.0), (True, 32.0))]
+    axes = dict(monotone=(True, False), share=(0.3, 0.5, 1.0), high=(4.0, 8.0, 32.0))
+    # hidden: first a case whose step breaks the order (the last factor falls to the floor), with monotone False
+    classes = [dict(monotone=False, share=1.0, high=32.0), *draw.cover(15, **axes)] if hidden else visible
+    for i, c in enumerate(classes):
+        n = (draw.int(2, 64) if i == 0 else draw.int(1, 64)) if hidden else (8, 6, 16)[i]
         parent = 1.0 + draw.randn(n, dtype=torch.float64).abs().cumsum(0)  # non-decreasing factors >= 1
-        which = torch.rand(n, generator=draw.tensor_generator) < draw.choice((0.3, 0.5, 1.0))
+        which = torch.rand(n, generator=draw.tensor_generator) < c["share"]
         noise = draw.randn(n, dtype=torch.float64, scale=draw.choice((0.1, 0.5, 1.0)))
-        high = draw.choice((4.0, 8.0, 32.0)) if hidden else (8.0, 4.0, 32.0)[i]
-        monotone = bool(draw.int(0, 1)) if hidden else (True, False, True)[i]
-        cases.append(Case((parent, which, noise, 1.0, high, monotone), atol=1e-12, rtol=1e-9))
+        if hidden and i == 0:
+            noise[-2:] = torch.tensor([0.5, -3.0])
+        cases.append(Case((parent, which, noise, 1.0, c["high"], c["monotone"]), atol=1e-12, rtol=1e-9))
 
     def reference(parent, which, noise, low, high, monotone):
         return mutate_factors(parent, which, noise, low=low, high=high, monotone=monotone)
