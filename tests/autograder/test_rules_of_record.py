@@ -95,7 +95,6 @@ def test_04_names_in_strings_a_star_import_and_private_helpers_earn_nothing(tmp_
         "test_rope_cos_sin": "rope_cos_sin earns nothing here: its answer ran posref.rope.rope_cos_sin while it was "
         "checked, which is posref's own implementation",
         "test_apply_rope": "apply_rope earns nothing here: its answer ran posref.rope.apply_rope while",
-        "test_apply_rope_speed": "apply_rope earns nothing here: its answer ran posref.rope.apply_rope while",
         "test_rope_scores": "rope_scores earns nothing here: its answer ran posref.rope._apply_",
     }
     for grade_id, message in ran.items():
@@ -122,10 +121,9 @@ def test_01_torchs_attention_by_a_name_in_strings_earns_nothing_and_is_named(tmp
         "    return sdpa(q, k, v, is_causal=causal)\n"
     )
     cells = _cells(grade_with_answers(tmp_path, "01", {"attention": attention}))
-    for grade_id in ("test_attention", "test_attention_speed"):
-        assert cells[grade_id].score == 0
-        assert cells[grade_id].message.startswith(
-            "attention earns nothing here: its answer ran torch's scaled_dot_product_attention while it was "
-            "checked: the exercise asks you to write attention from its formula"
-        ), cells[grade_id].message
+    assert cells["test_attention"].score == 0 and cells["test_attention_speed"].score == 0
+    assert cells["test_attention"].message.startswith(
+        "attention earns nothing here: its answer ran torch's scaled_dot_product_attention while it was "
+        "checked: the exercise asks you to write attention from its formula"
+    ), cells["test_attention"].message
     assert cells["test_equivariance_error"].score == cells["test_equivariance_error"].points
