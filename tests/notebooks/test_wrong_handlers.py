@@ -228,7 +228,8 @@ def test_a_wrong_handler_loses_exactly_its_own_cell(wrong, tmp_path, monkeypatch
     speed = cells.get(test_id + "_speed")
     lost = {test_id} | ({speed.grade_id} if speed is not None and speed.score < speed.points else set())
     if speed is not None and speed.grade_id in lost:
-        assert speed.score == 0 and "differs from the reference" in speed.message, speed.message
+        # the speed check says in one line that the correctness cell above fails (issue 26.5)
+        assert speed.score == 0 and speed.message.startswith("not timed:"), speed.message
     kept = {grade_id: c.score for grade_id, c in cells.items() if grade_id not in lost}
     assert kept == {grade_id: c.points for grade_id, c in cells.items() if grade_id not in lost}
     assert set(cells) == TESTS[notebook]
