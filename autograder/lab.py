@@ -9,9 +9,13 @@ Nothing is written into the repository: the gradebook and everything a class pro
 folder, and JupyterLab's checkpoints of the files an instructor saves go to ``<course>/checkpoints``. Interactive
 kernels run as they do for students: only nbgrader's own Execute step sets ``POSREF_GRADING`` (for its kernels).
 
+The formgrader is the course's (``lab_server.py``, a server extension loaded in place of nbgrader's own): its
+views are sanitised, every page has a Content-Security-Policy, the Autograde button runs the score of record,
+each written answer is followed by its model answer; terminals are off.
+
 Formulas render offline: the formgrader's pages load MathJax from this server (the jupyter-server-mathjax
 package) instead of a CDN, through the template ``autograder/jupyter_data/.../formgrade/mathjax.html.j2``, which
-the server finds first on ``JUPYTER_PATH``.
+the server finds first on ``JUPYTER_PATH`` (as it finds the view's template ``posref_formgrade``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 from autograder import course
 from posref import launch
 
-# holds nbconvert/templates/formgrade/mathjax.html.j2
+# holds nbconvert/templates/formgrade/mathjax.html.j2 and nbconvert/templates/posref_formgrade
 JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
 
 
@@ -34,6 +38,13 @@ def lab_command(extra: Sequence[str] = ()) -> list[str]:
     options = [
         f"--JupyterApp.config_file={course.CONFIG}",
         f"--FileCheckpoints.checkpoint_dir={course.course_dir() / 'checkpoints'}",
+        # the formgrader loaded by the course's server extension (sanitised views, a CSP, the score of record
+        # behind the Autograde button) instead of nbgrader's own
+        "--ServerApp.jpserver_extensions=autograder.lab_server=True",
+        "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False",
+        # grading needs no terminal: none to open, none to create
+        "--ServerApp.jpserver_extensions=jupyter_server_terminals=False",
+        "--ServerApp.terminals_enabled=False",
     ]
     return launch.lab_command(course.REPO, [*options, *extra])
 

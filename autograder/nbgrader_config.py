@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+import nbgrader
 from jupyter_client.manager import AsyncKernelManager
-from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import ClearHiddenTests, Execute
 
@@ -70,6 +70,12 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
+# for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.late)
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
+from autograder.offline_math import MathJaxBeside  # noqa: E402
+from autograder.sanitize import StudentCellsSanitized  # noqa: E402
+
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 COURSE.mkdir(parents=True, exist_ok=True)
 
@@ -83,6 +89,8 @@ c.CourseDirectory.feedback_directory = str(COURSE / "feedback")
 # share (POSREF_EXCHANGE_DIR, e.g. /srv/nbgrader/exchange); without a hub it is unused, so it defaults to the
 # course folder instead of nbgrader's /usr/local/share/nbgrader/exchange (the formgrader warned it was missing).
 c.Exchange.root = os.environ.get("POSREF_EXCHANGE_DIR", str(COURSE / "exchange"))
+if "POSREF_EXCHANGE_DIR" not in os.environ:
+    (COURSE / "exchange").mkdir(exist_ok=True)  # else the formgrader warns that it "could not be created"
 # several grading workers share one SQLite gradebook: wait for its lock instead of failing
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}?timeout=30"
 c.CourseDirectory.course_id = "posref"
@@ -101,22 +109,8 @@ c.CourseDueDates.due_dates = {
 # started hour late, and all of it from 72 hours late; nbgrader's own "nbgrader.plugins.LateSubmissionPlugin"
 # with c.LateSubmissionPlugin.penalty_method = "zero" gives 0 to any late submission, "none" no penalty.
 c.AssignLatePenalties.plugin_class = "autograder.late.PenaltyPerHour"  # a name: only autograde imports it
-# for a plain `nbgrader autograde` (POSREF_ALLOW_PLAIN_AUTOGRADE=1), started from anywhere
-if str(REPO) not in sys.path:
-    sys.path.append(str(REPO))
 c.PenaltyPerHour.fraction_per_hour = 0.01
 c.PenaltyPerHour.zero_after_hours = 72.0
-
-
-class StudentCellsSanitized(SanitizeHTML):
-    """nbconvert's SanitizeHTML for what a student wrote: every cell but the locked cells of the source notebook
-    (nbgrader's autograde restored those from the source; sanitising would mangle the instructor's `$a < b$`)."""
-
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if isinstance(meta, dict) and meta.get("locked") and meta.get("grade_id"):
-            return cell, resources
-        return super().preprocess_cell(cell, resources, index)
 
 
 class HiddenTestsOfTheSource(ClearHiddenTests):
@@ -153,5 +147,13 @@ c.GenerateFeedback.preprocessors = [
     HiddenTestsOfTheSource,
     StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    MathJaxBeside,
 ]
 c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled
+c.MathJaxBeside.enabled = True
+# Formulas render offline, from no other host: the feedback and formgrade templates' mathjax() macros are the
+# course's (jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's
+c.HTMLExporter.extra_template_basedirs = [
+    str(REPO / "autograder" / "jupyter_data" / "nbconvert" / "templates"),
+    str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
+]

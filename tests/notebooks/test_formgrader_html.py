@@ -1,0 +1,176 @@
+"""The formgrader's view of a submission as HTML (no browser): nothing a student wrote becomes a script, an event
+handler, a frame, a base URL or a link that runs; the templates' own scripts carry the response's nonce; the key
+is shown beside the written answers. The browser's side is ``test_instructor_pages.py``."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jinja2
+import nbformat
+import pytest
+from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
+from xss_payloads import hostile_notebook
+
+from autograder import lab as instructor_lab
+from autograder import lab_server
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTION = REPO / "solutions" / "01_order" / "01_order.ipynb"
+NONCE = "test-nonce-123"
+REFUSED_TAGS = {"iframe", "object", "embed", "base", "meta", "form", "svg", "math", "video", "input", "link"}
+
+
+class Elements(HTMLParser):
+    """Every start tag of a page with its attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, {name: value or "" for name, value in attrs}))
+
+
+def _rendered(nb: nbformat.NotebookNode, monkeypatch, student: str = "mallory") -> list[tuple[str, dict]]:
+    monkeypatch.setenv("JUPYTER_PATH", str(instructor_lab.JUPYTER_DATA))
+    exporter = lab_server.SubmissionExporter(
+        template_name="posref_formgrade",
+        extra_template_basedirs=[nbgrader_handlers.template_path],
+        extra_loaders=[jinja2.FileSystemLoader(nbgrader_handlers.template_path)],
+    )
+    resources = {
+        "assignment_id": "01_order", "notebook_id": "01_order", "submission_id": "abc", "index": 0, "total": 1,
+        "base_url": "", "student": student, "first_name": None, "last_name": None, "notebook_path": "x.ipynb",
+    }  # fmt: skip
+    token = lab_server.NONCE.set(NONCE)
+    try:
+        html, _ = exporter.from_notebook_node(nb, resources=resources)
+    finally:
+        lab_server.NONCE.reset(token)
+    parser = Elements()
+    parser.feed(html)
+    return parser.tags, html
+
+
+def test_nothing_a_student_wrote_becomes_markup_that_runs(monkeypatch):
+    nb, _ = hostile_notebook(SOLUTION, "q_two_layers", "attention")
+    # nbgrader metadata that would break out of the templates' attributes (nbgrader's autograde refuses such a
+    # notebook; the view must not depend on it)
+    nb.cells.append(nbformat.v4.new_markdown_cell("x", metadata={"nbgrader": {
+        "grade_id": 'q"><script>fetch("/pwned/m")</script>', "solution": True, "grade": True, "points": 1}}))  # fmt: skip
+    tags, html = _rendered(nb, monkeypatch, student='<img src=x onerror="fetch(`/pwned/id`)">')
+    handlers = set(lab_server.HANDLER_ATTRIBUTE.findall(
+        "".join(p.read_text() for p in Path(nbgrader_handlers.template_path).rglob("*.j2"))))  # fmt: skip
+    scripts = [attrs for tag, attrs in tags if tag == "script"]
+    assert scripts and all(attrs.get("nonce") == NONCE for attrs in scripts), scripts
+    # the elements the student's notebook added to the page of a plain solution
+    plain, _ = _rendered(nbformat.read(SOLUTION, as_version=4), monkeypatch)
+    template = {(tag, tuple(sorted(attrs.items()))) for tag, attrs in plain}
+    added = [(tag, attrs) for tag, attrs in tags if (tag, tuple(sorted(attrs.items()))) not in template]
+    assert added, "the student's cells added nothing to the page"
+    assert not [(tag, attrs) for tag, attrs in added if tag in REFUSED_TAGS]
+    for tag, attrs in tags:
+        for name, value in attrs.items():
+            if name.startswith("on"):
+                assert value in handlers, (tag, name, value)
+            if name in ("href", "src", "action", "data", "srcdoc", "formaction"):
+                assert not value.strip().lower().startswith(("javascript:", "data:text", "vbscript:")), (
+                    tag,
+                    value,
+                )
+    assert "pwned/1" in html, "the payloads are not shown at all (as text)"
+    assert "$i &lt; j$" in html  # a student's formula stays a formula
+
+
+def test_outputs_keep_only_inert_mimetypes():
+    nb, _ = hostile_notebook(SOLUTION, "q_two_layers", "attention")
+    nb, _ = lab_server.StudentCellsSanitized(enabled=True).preprocess(nb, {})
+    [cell] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "attention"]
+    kept = {key for output in cell.outputs for key in output.get("data", {})}
+    assert kept == {"text/plain", "text/html", "text/markdown"}, (
+        kept
+    )  # svg, js, latex, a PNG not base64: gone
+    for output in cell.outputs:
+        assert "<script" not in output.get("data", {}).get("text/html", "")
+    assert cell.outputs[1].metadata == {}  # its width was "1 onerror=..."
+    assert "tags" not in cell.metadata and cell.metadata["nbgrader"]["grade_id"] == "attention"
+
+
+def test_the_templates_scripts_get_the_nonce_and_printed_values_never_do():
+    env = jinja2.Environment(
+        loader=jinja2.DictLoader({"t": "<script>a()</script><SCRIPT src=x></SCRIPT>{{ v }}"})
+    )
+    lab_server.nonce_scripts(env)
+    token = lab_server.NONCE.set("n1")
+    try:
+        out = env.get_template("t").render(v="<script>b()</script>")
+    finally:
+        lab_server.NONCE.reset(token)
+    assert out == '<script nonce="n1">a()</script><script nonce="n1" src=x></SCRIPT><script>b()</script>'
+
+
+def test_the_policy_refuses_inline_scripts_and_hands_student_files_a_sandbox():
+    server = "http://127.0.0.1:8888/"
+    policy = lab_server.content_security_policy(
+        "n", ["'sha256-x'"], server=server, sandbox=True, evaluate=False
+    )
+    directives = dict(d.split(" ", 1) for d in policy.split("; ") if " " in d)
+    scripts = directives["script-src"].split()
+    assert scripts[-1] == "'nonce-n'" and "'self'" not in scripts
+    assert f"{server}static/" in scripts and f"{server}files/" not in scripts
+    images = directives["img-src"].split()
+    assert f"{server}files/" in images and "'self'" not in images and f"{server}formgrader/" not in images
+    assert directives["script-src-attr"] == "'unsafe-hashes' 'sha256-x'"
+    assert directives["object-src"] == "'none'" and directives["base-uri"] == "'self'"
+    assert policy.endswith("; sandbox")
+    assert "evil" not in policy and "unsafe-inline" not in policy.split("style-src")[0]
+    for path in ["files/a/evil.html", "formgrader/submissions/abc/evil.js", "nbconvert/html/x.ipynb"]:
+        assert lab_server.STUDENT_FILES.match(path), path
+    for path in ["formgrader/submissions/abc/", "formgrader/submissions/abc/next", "lab", "static/lab/x.js"]:
+        assert not lab_server.STUDENT_FILES.match(path), path
+
+
+def test_the_key_of_each_written_answer_comes_from_the_source_notebook():
+    answers = lab_server.model_answers("01_order", "01_order")
+    assert set(answers) == {"q_two_layers", "q_find_the_bug"}
+    assert all("Model answer" in text for text in answers.values())
+    assert lab_server.model_answers("01_order", "no_such_notebook") == {}
+
+
+@pytest.mark.parametrize(
+    "log, first",
+    [
+        ("autograde 01_order: 0%\nno submission of 01_order for mallory (submitted: bob)\n",
+         "no submission of 01_order for mallory (submitted: bob)"),
+        ("Traceback (most recent call last):\n  File x\nRuntimeError: boom\n", "RuntimeError: boom"),
+        ("bob: the grader failed: KilledWorker\ngraded 1 student(s); the scores: ...\n",
+         "bob: the grader failed: KilledWorker"),
+        ("", "autograde stopped without a message"),
+    ],
+)  # fmt: skip
+def test_the_verdict_of_an_autograde_run_comes_first(log, first):
+    assert lab_server.verdict(log).splitlines()[0] == first
+
+
+def test_the_instructors_server_has_no_terminals_and_the_courses_formgrader(monkeypatch, tmp_path):
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    command = instructor_lab.lab_command()
+    assert "--ServerApp.terminals_enabled=False" in command
+    assert "--ServerApp.jpserver_extensions=autograder.lab_server=True" in command
+    assert "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False" in command
+
+
+def test_students_without_a_roster_are_named_by_their_id():
+    body = json.dumps([
+        {"id": "sub1", "student": "bob", "first_name": None, "last_name": None, "score": 6.0},
+        {"id": "alice", "first_name": "Alice", "last_name": "Liddell"},
+        {"id": "carol", "first_name": None, "last_name": None, "nested": [{"id": "x", "first_name": None, "last_name": ""}]},
+    ]).encode()  # fmt: skip
+    bob, alice, carol = json.loads(lab_server.students_named(body))
+    assert (bob["last_name"], bob["first_name"], bob["score"]) == ("bob", lab_server.NO_NAME, 6.0)
+    assert (alice["last_name"], alice["first_name"]) == ("Liddell", "Alice")
+    assert carol["last_name"] == "carol" and carol["nested"][0]["last_name"] == "x"
+    assert lab_server.students_named(b"not json") == b"not json"

@@ -1,0 +1,438 @@
+"""The instructor's pages under attack, in headless Chromium, through the course's real commands.
+
+One course for the module: 01_order released, ``mallory`` hands in a correct notebook whose written answer, outputs,
+metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasion shapes), then ``bob``, a correct
+classmate, is graded after her. One ``python -m autograder lab`` serves every test. Each page is opened with every
+request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed title, no
+dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade saved, the
+model answer beside the student's, the Autograde button grading).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+from test_browser import LabServer, _chromium
+from xss_payloads import hostile_files, hostile_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+ASSIGNMENT = "01_order"
+SOLUTION = REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+FILE_SIGNAL = 900  # the payload number of the files handed in beside the notebook
+
+
+def _autograder(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"autograder {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout + done.stderr
+
+
+class Course:
+    """The module's course: its folder, environment, server, browser and the payload numbers."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.dir = base / "course"
+        self.env = {
+            **os.environ,
+            "POSREF_COURSE_DIR": str(self.dir),
+            "POSREF_RELEASE_DIR": str(base / "release"),  # not the checkout's notebooks/
+            "POSREF_FAST": "1",
+            "PYTHONPATH": str(REPO),
+        }
+        self.env.pop("POSREF_GRADING", None)
+        self.payloads: list[int] = []
+
+    def hand_in(self, student: str, nb: nbformat.NotebookNode, files: bool = False) -> None:
+        folder = self.base / "downloads" / student / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+        if files:
+            hostile_files(folder, FILE_SIGNAL)
+        _autograder("import", str(folder.parent.parent), env=self.env)
+
+    def autograde(self, student: str) -> None:
+        _autograder("autograde", ASSIGNMENT, "--student", student, "--workers", "1", env=self.env)
+
+    def grades(self, student: str) -> dict[str, tuple]:
+        with Gradebook(f"sqlite:///{self.dir / 'gradebook.db'}") as gb:
+            submission = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+            return {g.name: (g.auto_score, g.manual_score) for g in submission.grades}
+
+    def relative(self, student: str) -> str:
+        """The student's autograded folder, relative to the server's root (the checkout)."""
+        return (self.dir / "autograded" / student / ASSIGNMENT).relative_to(REPO).as_posix()
+
+    def submission_id(self, server: LabServer, student: str) -> str:
+        notebooks = json.loads(
+            server.api("GET", f"/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}")
+        )
+        [notebook] = [n for n in notebooks if n["student"] == student]
+        return notebook["id"]
+
+
+def _own_answers(nb: nbformat.NotebookNode, student: str) -> nbformat.NotebookNode:
+    """``nb`` with every written answer the student's own words (the solution's cells hold the model answers,
+    which no submission may carry if a test is to find them leaked)."""
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and meta.get("solution") and meta.get("grade_id") != "q_two_layers":
+            cell.source = f"{student}'s own answer: the mask hides later keys."
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course() -> Course:
+    """The course, inside the server's root (the checkout's ignored ``build/``), so that every route that can
+    show a submission does: the formgrader's files of a submission, ``/files/``, the notebook in JupyterLab."""
+    base = REPO / "build" / f"test-instructor-pages-{os.getpid()}"
+    base.mkdir(parents=True)
+    try:
+        yield _built(Course(base))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _built(course: Course) -> Course:
+    _autograder("release", ASSIGNMENT, env=course.env)
+    hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
+    course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
+    course.autograde("mallory")
+    bob = nbformat.read(SOLUTION, as_version=4)
+    for cell in bob.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
+            cell.source = "bob's own answer: the last token sees the same set of tokens in both sentences."
+    course.hand_in("bob", _own_answers(bob, "bob"))
+    course.autograde("bob")  # the correct classmate, graded after the attack
+    return course
+
+
+@pytest.fixture(scope="module")
+def server(course: Course):
+    if _chromium() is None:
+        pytest.skip(
+            "no Chromium: install Debian's `chromium` (apt-get install -y chromium) or set POSREF_CHROMIUM"
+        )
+    (course.base / "lab").mkdir()
+    lab = LabServer(course.base / "lab", launcher="autograder", env=course.env)
+    lab.env.pop("POSREF_GRADING", None)
+    try:
+        lab.start()
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server: LabServer):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(
+            "Playwright for Python is not installed (pip install playwright; no browser download needed)"
+        )
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=_chromium(),
+            args=["--disable-dev-shm-usage", "--disable-gpu"],
+            env={**os.environ, "HOME": str(server.home)},
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Watched:
+    """A page whose every request, dialog and console message is recorded; requests leave only to the server."""
+
+    def __init__(self, browser, server: LabServer):
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(90_000)
+        self.server = server
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.console: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        # what the page's policy refused never left it (Chromium announces the request, then fails it: "csp")
+        self.refused: list[str] = []
+        self.failures: dict[str, str] = {}
+        self.page.on("requestfailed", self._failed)
+        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.on("console", lambda message: self.console.append(message.text))
+        self.page.route("**/*", self._only_the_server)
+        self.page.goto(f"{server.url}/formgrader?token={server.token}")  # logs in (a cookie)
+
+    def _failed(self, request) -> None:
+        self.failures[request.url] = request.failure or ""
+        if request.failure in ("csp", "net::ERR_BLOCKED_BY_CSP"):
+            self.refused.append(request.url)
+
+    def _only_the_server(self, route):
+        if urllib.parse.urlsplit(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            return route.continue_()
+        return route.abort()
+
+    def visit(self, path: str, wait_for: str | None = None) -> None:
+        self.page.goto(self.server.url + path)
+        if wait_for:
+            self.page.locator(wait_for).first.wait_for()
+        self.page.wait_for_load_state("networkidle")
+        # give every payload its trigger: hover and focus the whole page, open every <details>
+        self.page.mouse.move(700, 500)
+        self.page.keyboard.press("Tab")
+        self.page.wait_for_load_state("networkidle")
+
+    def assert_nothing_ran(self, where: str) -> None:
+        left = [url for url in self.requests if url not in self.refused]
+        ran = [
+            url
+            for url in left
+            if urllib.parse.urlsplit(url).path.startswith("/pwned") or "evil.invalid" in url
+        ]
+        assert not ran, f"{where}: payloads ran (requests {ran}; failed: {self.failures})"
+        assert not self.dialogs, f"{where}: dialogs {self.dialogs}"
+        assert "pwned" not in self.page.title(), f"{where}: title {self.page.title()!r}"
+        outside = [
+            url for url in left if not url.startswith((self.server.url, "about:blank", "data:", "blob:"))
+        ]
+        assert not outside, f"{where}: requests left for other hosts: {outside}"
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def watched(browser, server):
+    page = Watched(browser, server)
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def _headers(server: LabServer, path: str):
+    import urllib.request
+
+    request = urllib.request.Request(server.url + path, headers={"Authorization": f"token {server.token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.headers
+
+
+def _csp(server: LabServer, path: str) -> str:
+    return _headers(server, path).get("Content-Security-Policy", "")
+
+
+def _content_type(server: LabServer, path: str) -> str:
+    return _headers(server, path).get("Content-Type", "")
+
+
+def test_no_payload_runs_in_any_formgrader_page(course, server, watched):
+    """Every formgrader route that shows mallory's submission, her files and her names: nothing of hers runs,
+    nothing leaves for another host, and the page still works (her answer shown, formulas typeset)."""
+    mallory = course.submission_id(server, "mallory")
+    routes = [
+        ("/formgrader/manage_assignments", "table a"),
+        (f"/formgrader/manage_submissions/{ASSIGNMENT}", "td:has-text('mallory')"),
+        ("/formgrader/gradebook", "table a"),
+        (f"/formgrader/gradebook/{ASSIGNMENT}", "table a"),
+        (f"/formgrader/gradebook/{ASSIGNMENT}/{ASSIGNMENT}", "td:has-text('mallory')"),
+        ("/formgrader/manage_students", "td:has-text('mallory')"),
+        ("/formgrader/manage_students/mallory", "table a"),
+        (f"/formgrader/manage_students/mallory/{ASSIGNMENT}", "table a"),
+        (f"/formgrader/submissions/{mallory}/", "text=My answer: positions"),
+        (f"/formgrader/submissions/{mallory}/evil.html", None),
+        (f"/formgrader/submissions/{mallory}/evil.svg", None),
+        (f"/formgrader/submissions/{mallory}/evil.js", None),
+        (f"/files/{course.relative('mallory')}/evil.html", None),
+        (f"/files/{course.relative('mallory')}/evil.svg", None),
+    ]
+    for path, wait_for in routes:
+        watched.visit(path, wait_for)
+        watched.assert_nothing_ran(path)
+    # on a laptop: no exchange warning, and students without a roster named by their id, never "None, None"
+    watched.visit("/formgrader/manage_assignments", "table a")
+    assert watched.page.locator("#warning-exchange").count() == 0
+    watched.visit(f"/formgrader/manage_submissions/{ASSIGNMENT}", "td:has-text('mallory')")
+    assert "None" not in watched.page.locator("#main-table").inner_text()
+    assert watched.page.locator("td", has_text="bob, no name in the roster").count() == 1
+    # the submission view still works: her answer is shown as text, and the formulas are typeset
+    watched.visit(f"/formgrader/submissions/{mallory}/", ".text_cell_render .MathJax")
+    assert watched.page.locator("text=<script>").count() > 0, "the payloads are not shown as text"
+    watched.assert_nothing_ran("the submission view, again")
+    # every link of the page clicked: none is a javascript: or data: URL that runs
+    hrefs = watched.page.eval_on_selector_all(".rendered_html a[href]", "links => links.map(a => a.href)")
+    assert not [h for h in hrefs if h.startswith(("javascript:", "data:"))], hrefs
+    # last: the autograded notebook in the server's JupyterLab (a page that stays busy when left)
+    lab = f"/lab/tree/{course.relative('mallory')}/{ASSIGNMENT}.ipynb"
+    watched.visit(lab, ".jp-RenderedMarkdown >> text=My answer")
+    watched.assert_nothing_ran(lab)
+
+
+def test_a_url_cannot_inject_into_nbgraders_pages(server, watched):
+    """nbgrader printed a URL's assignment name into its page and into an inline script as it came."""
+    for name in ['<img src=x onerror="fetch(`/pwned/url1`)">', '";fetch("/pwned/url2");"']:
+        watched.visit("/formgrader/manage_submissions/" + urllib.parse.quote(name, safe=""))
+        watched.assert_nothing_ran(f"manage_submissions/{name}")
+
+
+def test_every_page_has_the_policy_and_terminals_are_gone(course, server):
+    mallory = course.submission_id(server, "mallory")
+    for path in ["/lab", "/formgrader/manage_assignments", f"/formgrader/submissions/{mallory}/"]:
+        policy = dict(d.split(" ", 1) for d in _csp(server, path).split("; ") if " " in d)
+        assert "'nonce-" in policy["script-src"] and "'self'" not in policy["script-src"], policy
+        assert "unsafe-inline" not in policy["script-src"] + policy["script-src-attr"], policy
+    for path in [
+        f"/formgrader/submissions/{mallory}/evil.html",
+        f"/files/{course.relative('mallory')}/evil.svg",
+    ]:
+        assert _csp(server, path).endswith("; sandbox"), path
+    assert _content_type(server, f"/formgrader/submissions/{mallory}/evil.js").startswith("text/plain")
+    # nbgrader's /formgrader?path=FOLDER loaded FOLDER's nbgrader_config.py (mallory handed one in)
+    folder = course.dir / "autograded" / "mallory" / ASSIGNMENT
+    assert (folder / "nbgrader_config.py").is_file()
+    server.api("GET", "/formgrader?path=" + urllib.parse.quote(str(folder)))
+    assert not (folder / "ran").exists(), "a GET request ran a student's nbgrader_config.py"
+    for method, path in [("POST", "/api/terminals"), ("GET", "/api/terminals")]:  # no terminal to create
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            server.api(method, path)
+        assert refused.value.code in (403, 404), (method, path, refused.value.code)
+
+
+def _full_marks(course: Course, student: str) -> None:
+    """Every test cell of ``student`` at its points in the gradebook (the written answers wait for a grader)."""
+    with Gradebook(f"sqlite:///{course.dir / 'gradebook.db'}") as gb:
+        submission = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+        autograded = {
+            g.name: (g.auto_score, g.max_score) for g in submission.grades if not g.cell.name.startswith("q_")
+        }
+    assert autograded and all(score == points for score, points in autograded.values()), autograded
+
+
+def test_the_attack_costs_nothing_to_the_classmate_graded_after(course):
+    _full_marks(course, "mallory")  # her functions are correct: the attack was on the pages only
+    _full_marks(course, "bob")
+
+
+def _export(course: Course) -> dict[str, dict]:
+    out = course.base / "grades.csv"
+    _autograder("export", ASSIGNMENT, "--csv", str(out), env=course.env)
+    with out.open(newline="") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def test_manual_grading_shows_the_model_answer_and_the_autograde_button_keeps_every_grade(
+    course, server, watched
+):
+    """The grader of bob's written answer finds the source notebook's model answer and rubric right under it,
+    types a score, and clicks the Autograde button of bob's row: the course's score of record runs (bob keeps
+    his points and the manual grade), then a refusal (mallory's submission folder gone) is the first line the
+    instructor reads, and nothing of hers is lost. `export` and `feedback` agree with the gradebook."""
+    bob = course.submission_id(server, "bob")
+    watched.visit(f"/formgrader/submissions/{bob}/", ".posref-model-answer")
+    answer = watched.page.locator(".nbgrader_cell", has_text="bob's own answer: the last token")
+    key = watched.page.locator(".posref-model-answer", has_text="q_two_layers")
+    assert "Model answer" in key.inner_text()
+    # beside the student's answer: the next cell of the page
+    assert answer.evaluate(
+        "a => a.closest('.cell').nextElementSibling.classList.contains('posref-model-answer')"
+    )
+    key.scroll_into_view_if_needed()
+    shots = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or course.base)
+    watched.page.screenshot(path=str(shots / "model_answer.png"))
+    watched.page.fill("input.score#q_two_layers", "2")
+    watched.page.keyboard.press("Tab")
+    watched.page.locator(".score-saved").first.wait_for(state="attached")
+    deadline = time.monotonic() + 30
+    while course.grades("bob")["q_two_layers"][1] != 2:
+        assert time.monotonic() < deadline, "the manual grade did not reach the gradebook"
+        time.sleep(0.2)  # polling the gradebook, not waiting a fixed time
+    before = course.grades("bob")
+
+    watched.visit(f"/formgrader/manage_submissions/{ASSIGNMENT}", "td:has-text('bob')")
+    watched.page.locator("tr", has_text="bob").locator("td.autograde a").click()
+    modal = watched.page.locator("#success-modal")
+    modal.wait_for(timeout=600_000)
+    first = modal.locator("pre").first.inner_text().splitlines()[0]
+    assert first.startswith("graded 1 student(s)"), first
+    assert course.grades("bob") == before, "the button changed bob's grades"
+    assert (course.dir / "autograded" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+    watched.page.keyboard.press("Escape")
+
+    # a refusal: mallory's submission folder is gone; the button says so first, and keeps what she has
+    submitted = course.dir / "submitted" / "mallory"
+    aside = course.base / "mallory-aside"
+    submitted.rename(aside)
+    try:
+        before = course.grades("mallory")
+        watched.visit(f"/formgrader/manage_submissions/{ASSIGNMENT}", "td:has-text('mallory')")
+        watched.page.locator("tr", has_text="mallory").locator("td.autograde a").click()
+        modal = watched.page.locator("#error-modal")
+        modal.wait_for(timeout=600_000)
+        first = modal.locator("pre").first.inner_text().splitlines()[0]
+        assert first.startswith(f"no submission of {ASSIGNMENT} for mallory"), first
+        assert course.grades("mallory") == before
+        assert (course.dir / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+    finally:
+        aside.rename(submitted)
+    watched.assert_nothing_ran("manual grading and the Autograde button")
+
+    rows = _export(course)
+    assert rows["bob"]["status"] == "graded" and float(rows["bob"]["score"]) == float(
+        rows["bob"]["max_score"]
+    ), rows
+    assert rows["mallory"]["status"] == "graded", rows
+
+
+def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(course, browser):
+    """Feedback pages name no other host for anything they load, and typeset their formulas in a browser that
+    can reach nothing but the page's own folder; neither they nor the release hold the model answers."""
+    _autograder("feedback", ASSIGNMENT, env=course.env)
+    for student in ("bob", "mallory"):
+        page = (course.dir / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "Model answer" not in page and "Instructor notes" not in page, (
+            f"{student}'s feedback shows the key"
+        )
+        loaded = re.findall(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?([^"' >]+)""", page)
+        assert loaded and not [url for url in loaded if "//" in url], loaded
+    released = (course.base / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "Model answer" not in released and "Instructor notes" not in released
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.route(
+            "**/*",
+            lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort(),
+        )
+        page.goto((course.dir / "feedback" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+        page.locator(".MathJax").first.wait_for(timeout=90_000)
+        assert page.locator(".MathJax").count() > 10
+        assert not [url for url in requests if not url.startswith(("file:", "data:", "about:"))], requests
+    finally:
+        context.close()
