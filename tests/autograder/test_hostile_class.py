@@ -17,19 +17,15 @@ import io
 import json
 import os
 import re
-import sys
 import tarfile
 import zipfile
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
-from course_helpers import assert_safe_csv, needs_bwrap
+from course_helpers import assert_safe_csv, needs_bwrap, run_command
 
-from autograder import cli
 from autograder.course import REPO, gradebook, release
 from autograder.demo.submissions import PE, ROPE
 from autograder.unpack import MAX_FILE
@@ -63,20 +59,6 @@ def _notebook(released: Path, pe: str = PE, rope: str = ROPE, extra: list | None
         cell.source = {"sinusoidal_pe": pe, "apply_rope": rope}.get(grade_id, cell.source)
     nb.cells += extra or []
     return nbformat.writes(nb).encode()
-
-
-def _run(course: Path, *args: str) -> SimpleNamespace:
-    """``python -m autograder ARGS`` as the instructor types it (``cli.main``, in this process: a Python start and
-    nbgrader's imports cost seconds each), with its exit status, stdout and stderr as the terminal shows them."""
-    out, err, status = io.StringIO(), io.StringIO(), 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main(list(args))
-        except SystemExit as exit:  # Python prints a message given to SystemExit and exits with 1
-            status = exit.code if isinstance(exit.code, int) or exit.code is None else 1
-            if isinstance(exit.code, str):
-                print(exit.code, file=sys.stderr)
-    return SimpleNamespace(returncode=status or 0, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _tar(path: Path, members: list[tuple[str, object]], when: datetime) -> Path:
@@ -152,7 +134,7 @@ def hostile_class(tmp_path_factory):
             for name in ["ａｌｉｃｅ", "alice\u200b", "a+b", "-rf", "a\u202eb", "bob\u0301"]
         ],
     ]
-    steps["import tar"] = _run(course, "import", str(_tar(tmp / "class.tar.gz", members, ON_TIME)))
+    steps["import tar"] = run_command("import", str(_tar(tmp / "class.tar.gz", members, ON_TIME)))
 
     # the same in a zip: a damaged entry, a zip bomb, an archive inside the archive, paths out
     inner = _zip(tmp / "inner.zip", [("bomb.bin", b"\0" * (MAX_FILE * 2))], ON_TIME, deflate=True)
@@ -170,8 +152,8 @@ def hostile_class(tmp_path_factory):
         ON_TIME,
         deflate=True,
     )
-    steps["import zip"] = _run(course, "import", str(archive))
-    steps["import bomb"] = _run(course, "import", str(bomb))
+    steps["import zip"] = run_command("import", str(archive))
+    steps["import bomb"] = run_command("import", str(bomb))
 
     # a Moodle download: two participants of one name, a name two roster students share, a roster id that is a
     # path, a made id that is another roster student's, and a timestamp.txt uploaded 106 hours late
@@ -190,7 +172,7 @@ def hostile_class(tmp_path_factory):
         z.writestr(
             zipfile.ZipInfo(folder.format("Tim Early", 444) + "timestamp.txt", stamp), "2026-01-01 00:00 UTC"
         )
-    steps["import moodle"] = _run(course, "import", str(moodle), "--roster", str(roster))
+    steps["import moodle"] = run_command("import", str(moodle), "--roster", str(roster))
 
     # what nbgrader's exchange could leave in submitted/ (import refuses these): the grader must go on
     submitted = course / "submitted"
@@ -208,20 +190,20 @@ def hostile_class(tmp_path_factory):
     (submitted / "xlink" / "positions" / "positions.ipynb").symlink_to(submitted / "alice" / nb)
     (submitted / "xfolder" / "positions" / "positions.ipynb").mkdir()
 
-    steps["autograde"] = _run(course, "autograde", "positions", "--workers", "1", "--cell-timeout", "30")
-    steps["feedback"] = _run(course, "feedback", "positions")
+    steps["autograde"] = run_command("autograde", "positions", "--workers", "1", "--cell-timeout", "30")
+    steps["feedback"] = run_command("feedback", "positions")
     # a notebook nbgrader cannot read in autograded/, a record that is no JSON: that student's failure only
     (course / "autograded" / "broken" / "positions").mkdir(parents=True)
     (course / "autograded" / "broken" / "positions" / "positions.ipynb").write_text("{not json")
     (course / "records" / "positions" / "ghost.json").write_text("{not json")
     for page in (course / "feedback").glob("*/positions/positions.html"):
         page.unlink()
-    steps["feedback again"] = _run(course, "feedback", "positions")
+    steps["feedback again"] = run_command("feedback", "positions")
     # Canvas: the LATE flag decides, not the timestamp.txt uploaded beside the notebook (after grading: not graded)
     canvas = _zip(tmp / "canvas.zip", [("latecomer_LATE_12345_67890_positions.ipynb", good),
                                        ("latecomer_12345_67891_timestamp.txt", b"2026-01-01 00:00 UTC")], ON_TIME)  # fmt: skip
-    steps["import canvas"] = _run(course, "import", str(canvas))
-    steps["export"] = _run(course, "export", "positions")
+    steps["import canvas"] = run_command("import", str(canvas))
+    steps["export"] = run_command("export", "positions")
     yield course, steps, outside
     mp.undo()
 

@@ -70,6 +70,21 @@ for name in names:
 """
 
 
+def autograder(*args: str, env: dict[str, str]) -> str:
+    """``python -m autograder ARGS`` in this checkout with ``env``; fails the test on a non-zero exit -> its
+    stdout and stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"autograder {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout + done.stderr
+
+
 def generate_releases(course_dir: Path, names: list[str]) -> Path:
     """Generate every assignment in ``names`` from ``solutions/`` into ``<course_dir>/release`` with nbgrader, in
     one process (nbgrader takes seconds to start); returns that folder."""

@@ -354,6 +354,18 @@ ALL_CELLS_DONE = """(selector) => {
 }"""
 
 
+def run_all(page, server, relative: str, done: str) -> None:
+    """Open the notebook ``relative`` of ``server`` in ``page``, wait until the page is connected to its kernel,
+    Run All Cells (JupyterLab 4 has no default shortcut for it) and wait until every cell ran and the CSS selector
+    ``done`` is on the page."""
+    page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+    server.wait_for_idle_kernel(relative)
+    page.wait_for_function(KERNEL_READY)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.click(".lm-Menu [data-command='runmenu:run-all']")
+    page.wait_for_function(ALL_CELLS_DONE, arg=done)
+
+
 @contextmanager
 def browser_page(chromium: str, home: Path, width: int = 1500, height: int = 1000) -> Iterator:
     """A page of headless Chromium (HOME at ``home``, 90 s timeouts); the browser is closed afterwards."""

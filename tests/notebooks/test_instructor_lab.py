@@ -16,6 +16,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
 from test_browser import LabServer, browser_page, chromium  # noqa: F401 (a fixture)
@@ -77,18 +78,6 @@ asyncio.run(main())
     assert "kernel: 1" in done.stdout, done.stdout
 
 
-def _autograder(*args: str, env: dict[str, str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"autograder {' '.join(args)}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-
-
 def _kernel_env_value(server: LabServer, name: str) -> str:
     """``os.environ.get(name)`` in a fresh interactive kernel of ``server`` (started through its REST API)."""
     from jupyter_client import BlockingKernelClient
@@ -136,12 +125,12 @@ def test_formgrader_lists_the_course_and_opens_a_submission_with_its_score_of_re
         "PYTHONPATH": str(REPO),
     }
     env.pop("POSREF_GRADING", None)
-    _autograder("release", "01_order", env=env)
+    nh.autograder("release", "01_order", env=env)
     submission = tmp_path / "downloads" / "alice" / "01_order"
     submission.mkdir(parents=True)
     (submission / "01_order.ipynb").write_bytes((REPO / "solutions/01_order/01_order.ipynb").read_bytes())
-    _autograder("import", str(tmp_path / "downloads"), env=env)
-    _autograder("autograde", "01_order", "--student", "alice", "--workers", "1", env=env)
+    nh.autograder("import", str(tmp_path / "downloads"), env=env)
+    nh.autograder("autograde", "01_order", "--student", "alice", "--workers", "1", env=env)
 
     before = _git_status()
     (tmp_path / "lab").mkdir()

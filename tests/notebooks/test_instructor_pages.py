@@ -15,14 +15,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
 from pathlib import Path
 
 import nbformat
+import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
 from test_browser import LabServer, _chromium
@@ -34,19 +33,6 @@ REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "01_order"
 SOLUTION = REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 FILE_SIGNAL = 900  # the payload number of the files handed in beside the notebook
-
-
-def _autograder(*args: str, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"autograder {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout + done.stderr
 
 
 class Course:
@@ -71,10 +57,10 @@ class Course:
         nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
         if files:
             hostile_files(folder, FILE_SIGNAL)
-        _autograder("import", str(folder.parent.parent), env=self.env)
+        nh.autograder("import", str(folder.parent.parent), env=self.env)
 
     def autograde(self, student: str) -> None:
-        _autograder("autograde", ASSIGNMENT, "--student", student, "--workers", "1", env=self.env)
+        nh.autograder("autograde", ASSIGNMENT, "--student", student, "--workers", "1", env=self.env)
 
     def grades(self, student: str) -> dict[str, tuple]:
         with Gradebook(f"sqlite:///{self.dir / 'gradebook.db'}") as gb:
@@ -116,7 +102,7 @@ def course() -> Course:
 
 
 def _built(course: Course) -> Course:
-    _autograder("release", ASSIGNMENT, env=course.env)
+    nh.autograder("release", ASSIGNMENT, env=course.env)
     hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
     course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
     course.autograde("mallory")
@@ -339,7 +325,7 @@ def test_the_attack_costs_nothing_to_the_classmate_graded_after(course):
 
 def _export(course: Course) -> dict[str, dict]:
     out = course.base / "grades.csv"
-    _autograder("export", ASSIGNMENT, "--csv", str(out), env=course.env)
+    nh.autograder("export", ASSIGNMENT, "--csv", str(out), env=course.env)
     with out.open(newline="") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
 
@@ -410,7 +396,7 @@ def test_manual_grading_shows_the_model_answer_and_the_autograde_button_keeps_ev
 def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(course, browser):
     """Feedback pages name no other host for anything they load, and typeset their formulas in a browser that
     can reach nothing but the page's own folder; neither they nor the release hold the model answers."""
-    _autograder("feedback", ASSIGNMENT, env=course.env)
+    nh.autograder("feedback", ASSIGNMENT, env=course.env)
     for student in ("bob", "mallory"):
         page = (course.dir / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "Model answer" not in page and "Instructor notes" not in page, (

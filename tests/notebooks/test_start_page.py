@@ -31,6 +31,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     _wait_until_saved,
     browser_page,
     chromium,
+    run_all,
 )
 
 from autograder.start_page import release_start_page, released_start_page
@@ -411,12 +412,7 @@ def test_the_scaling_explorers_readout_matches_its_title(chromium, student_lab, 
     readout = ".posref-scaling-explorer .widget-hslider .widget-readout"
     with browser_page(chromium, server.home) as page:
         try:
-            page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
-            server.wait_for_idle_kernel(relative)
-            page.wait_for_function(KERNEL_READY)
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.click(".lm-Menu [data-command='runmenu:run-all']")
-            page.wait_for_function(ALL_CELLS_DONE, arg=readout)
+            run_all(page, server, relative, readout)
             shown = page.inner_text(readout).strip()
         except Exception:
             page.screenshot(path=str(shots / "scaling_readout_failure.png"))

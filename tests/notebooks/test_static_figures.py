@@ -32,6 +32,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     _wait_until_saved,
     browser_page,
     chromium,
+    run_all,
 )
 
 from posref.explorers import figure_png, fingerprint_figure
@@ -167,12 +168,7 @@ def test_a_saved_notebook_reopened_shows_the_static_figure(chromium: str, tmp_pa
         lab.start()
         with browser_page(chromium, lab.home) as page:
             try:
-                page.goto(f"{lab.url}/lab/tree/{relative}?token={lab.token}")
-                lab.wait_for_idle_kernel(relative)
-                page.wait_for_function(KERNEL_READY)
-                page.get_by_role("menuitem", name="Run", exact=True).click()
-                page.click(".lm-Menu [data-command='runmenu:run-all']")
-                page.wait_for_function(ALL_CELLS_DONE, arg=live)
+                run_all(page, lab, relative, live)
                 # live: the widget's own figure shows; its static figure is there but hidden
                 page.wait_for_selector(static, state="attached")
                 assert page.locator(live).is_visible() and not page.locator(static).is_visible()
