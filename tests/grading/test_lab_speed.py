@@ -4,6 +4,8 @@ solution passes where the classic slow one fails (both by a wide margin; no time
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from student_impls_speed import cm_loop_positions, cm_matrix, ppl_log_softmax
@@ -11,10 +13,22 @@ from student_impls_speed import cm_loop_positions, cm_matrix, ppl_log_softmax
 from posref.grading.cases import Draw
 from posref.grading.report import CheckFailed
 from posref.grading.speed import lab as lab_speed
-from posref.grading.speed.links import LINKS
+from posref.grading.speed.links import LINKS, starts
 from posref.grading.speed.timing import Chain, seal
 
 CPU = torch.device("cpu")
+
+
+def test_a_sealed_round_goes_through_every_offset_before_one_repeats():
+    # the step b of the offsets (a + i b) mod K is coprime to K: with a step sharing a factor with K, a round's
+    # noise and checksum weights came back after K / gcd(b, K) calls (18 in one fresh-clone run), and a chain's
+    # inputs with them (the test below failed for that); each seal draws b anew, so 300 seals cover many steps
+    for _ in range(300):
+        chain = seal(lab_speed.causal_mean_chain(Draw(hidden=True, device=CPU), (1, 1, 16, 2)))
+        k = starts(chain.weights.numel(), chain.start.numel())
+        a, b = chain.offsets
+        assert math.gcd(b, k) == 1, (b, k)
+        assert len({(a + i * b) % k for i in range(k)}) == k
 
 
 def test_a_chain_never_repeats_an_input_even_where_the_function_has_a_fixed_point():

@@ -348,9 +348,13 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
             stub.click()
             page.keyboard.press("Control+a")
             page.keyboard.type(answer)
+            # the editor holds the answer before it is saved (on a loaded machine typing lags the keys)
+            page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).first.wait_for()
             mtime = mine.stat().st_mtime
             page.click(".jp-NotebookPanel-toolbar [data-command='docmanager:save']")
-            saved = _wait_until_saved(mine, mtime)
+            saved = _wait_until_saved(
+                mine, mtime, timeout_s=120
+            )  # a hang guard: a fresh-clone run at load missed 30 s
             assert any(c.source == answer for c in saved.cells), "the answer was not saved"
             written = mine.read_bytes()
 

@@ -122,9 +122,10 @@ def seal(chain: Chain) -> Chain:
     generator = torch.Generator().manual_seed(system.getrandbits(63))
     weights = torch.randn(size, generator=generator).to(like.device)
     k = starts(size, n)
-    return replace(
-        chain, phase=system.random(), weights=weights, offsets=(system.randrange(k), system.randrange(1, k))
-    )
+    step = system.randrange(1, k)
+    while math.gcd(step, k) != 1:  # a step sharing a factor with K would come back after K / gcd calls
+        step = system.randrange(1, k)
+    return replace(chain, phase=system.random(), weights=weights, offsets=(system.randrange(k), step))
 
 
 class TimedElsewhere(ABC):
