@@ -1,0 +1,116 @@
+"""The course's editions: English `solutions/` is the one source; each other edition is that source plus one gettext
+catalog per notebook (`locale/<lang>/<notebook>.po`, e.g. `locale/zh_TW/04_rope.po`).
+
+What is translated is what a student reads in a notebook's markdown cells, a block at a time: a block is a run of
+lines between blank lines, where a fenced code block or a `$$ ... $$` display formula never splits. A block with no
+words outside its formulas and code spans (a formula on its own, a fence) is the same in every edition and is not a
+message. A message's msgid is the block exactly as the source has it (line breaks included), so that putting an
+edition together is replacing each block by its msgstr, and changing one English sentence makes exactly the message
+of its block untranslated (`msgmerge` marks it fuzzy, with the old translation beside it, for the translator).
+
+Code cells are never translated: graded code, test cells and grade ids are identical, byte for byte, in every
+edition, so one gradebook grades a class whose students hand in different editions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import nbformat
+
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_DISPLAY_MATH = "$$"
+_NOT_WORDS = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|`[^`\n]*`|<[^>\n]*>|\]\([^)\n]*\)", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def split_blocks(text: str) -> list[tuple[str, str]]:
+    """`text` as (block, separator) pairs whose concatenation is `text` again: blocks are runs of non-blank lines,
+    except that a fenced code block or a display formula (`$$ ... $$` over several lines) stays inside one block
+    even across blank lines. The separator is the run of newlines (and blank lines) after its block."""
+    lines = text.split("\n")
+    pieces: list[tuple[str, str]] = []
+    current: list[str] = []
+    blanks = 0
+    in_fence = in_math = False
+    for line in lines:
+        blank = not line.strip()
+        if blank and not (in_fence or in_math):
+            if current:
+                blanks += 1
+            elif pieces:  # a blank run after a block: it belongs to that block's separator
+                block, sep = pieces[-1]
+                pieces[-1] = (block, sep + "\n")
+            else:  # blank lines before the first block: an empty block carries them
+                pieces.append(("", "\n"))
+            continue
+        if current and blanks:
+            pieces.append(("\n".join(current), "\n" * (blanks + 1)))
+            current, blanks = [], 0
+        current.append(line)
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and line.count(_DISPLAY_MATH) % 2 == 1:
+            in_math = not in_math
+    if current:
+        pieces.append(("\n".join(current), "\n" * blanks))
+    elif pieces:  # the text ended in blank lines: the last separator holds one newline too many
+        block, sep = pieces[-1]
+        pieces[-1] = (block, sep[:-1])
+    assert "".join(b + s for b, s in pieces) == text, "split_blocks lost text"
+    return pieces
+
+
+def is_message(block: str) -> bool:
+    """Whether a block has words to translate outside its formulas, code spans, tags and link targets."""
+    if _FENCE.match(block):
+        return False
+    return bool(_WORD.search(_NOT_WORDS.sub(" ", block)))
+
+
+def markdown_messages(text: str) -> Iterator[str]:
+    """The messages of one markdown cell's source, in order."""
+    for block, _ in split_blocks(text):
+        if is_message(block):
+            yield block
+
+
+def translate_markdown(text: str, translate: Callable[[str], str]) -> str:
+    """`text` with each message block replaced by `translate(block)`; everything else as it was."""
+    return "".join(
+        (translate(block) if is_message(block) else block) + sep for block, sep in split_blocks(text)
+    )
+
+
+def notebook_messages(path: Path) -> Iterator[tuple[str, str]]:
+    """(message, occurrence) for every message of a notebook's markdown cells; the occurrence names the cell
+    (`04_rope.ipynb:<cell id>`), which a translator's editor shows beside the message."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for message in markdown_messages(cell.source):
+                yield message, f"{path.name}:{cell.get('id', '')}"
+
+
+_PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|`[^`\n]*`|<[^>\n]*>|\]\(([^)\n]*)\)", re.DOTALL)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+
+
+def protected_parts(text: str) -> list[str]:
+    """What a translation keeps exactly as the English has it, sorted: formulas, code spans, HTML tags, link
+    targets, and the numbers of the running text (a number quoted from a run stays that number)."""
+    parts = [m.group(1) if m.group(1) is not None else m.group(0) for m in _PROTECTED.finditer(text)]
+    parts += _NUMBER.findall(_PROTECTED.sub(" ", text))
+    return sorted(parts)
+
+
+def translation_problems(msgid: str, msgstr: str) -> list[str]:
+    """Why `msgstr` cannot stand for `msgid` (empty when it can): each protected part missing or added."""
+    want, have = protected_parts(msgid), protected_parts(msgstr)
+    problems = [f"missing {p!r}" for p in want if want.count(p) > have.count(p)]
+    problems += [f"not in the English: {p!r}" for p in have if have.count(p) > want.count(p)]
+    return sorted(set(problems))
