@@ -340,6 +340,15 @@ def _wait_until_saved(path: Path, mtime_before: float, timeout_s: float = 30) ->
     raise AssertionError(f"{path} was not saved within {timeout_s} s")
 
 
+def save_notebook(page, path: Path, timeout_s: float = 120) -> nbformat.NotebookNode:
+    """Click Save on the notebook panel in view and return the notebook read back from disk. JupyterLab may restore
+    other notebooks' panels from the workspace (hidden tabs): only the visible panel's button is this notebook's.
+    The wait is a hang guard (a loaded machine's server took over 30 s to save), not a timing assertion."""
+    mtime = path.stat().st_mtime
+    page.locator(".jp-NotebookPanel-toolbar [data-command='docmanager:save']:visible").click()
+    return _wait_until_saved(path, mtime, timeout_s)
+
+
 KERNEL_READY = """() => {
     const indicator = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
     const texts = [...document.querySelectorAll('.jp-StatusBar-TextItem')].map(e => e.textContent.trim());
@@ -442,9 +451,7 @@ def test_fingerprint_slider_redraws_in_jupyterlab(chromium: str, lab: LabServer,
             phase("ran all")
 
             # every cell ran: save, then read the saved notebook back
-            mtime = notebook_file.stat().st_mtime
-            page.click(".jp-NotebookPanel-toolbar [data-command='docmanager:save']")
-            saved = _wait_until_saved(notebook_file, mtime)
+            saved = save_notebook(page, notebook_file)
             phase("saved")
             code = [c for c in saved.cells if c.cell_type == "code" and c.source.strip()]
             not_run = [i for i, c in enumerate(code) if c.execution_count is None]

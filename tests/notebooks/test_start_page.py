@@ -28,10 +28,10 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     ALL_CELLS_DONE,
     KERNEL_READY,
     LabServer,
-    _wait_until_saved,
     browser_page,
     chromium,
     run_all,
+    save_notebook,
 )
 
 from autograder.start_page import release_start_page, released_start_page
@@ -350,11 +350,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
             page.keyboard.type(answer)
             # the editor holds the answer before it is saved (on a loaded machine typing lags the keys)
             page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).first.wait_for()
-            mtime = mine.stat().st_mtime
-            page.click(".jp-NotebookPanel-toolbar [data-command='docmanager:save']")
-            saved = _wait_until_saved(
-                mine, mtime, timeout_s=120
-            )  # a hang guard: a fresh-clone run at load missed 30 s
+            saved = save_notebook(page, mine)
             assert any(c.source == answer for c in saved.cells), "the answer was not saved"
             written = mine.read_bytes()
 

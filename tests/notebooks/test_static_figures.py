@@ -29,10 +29,10 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     ALL_CELLS_DONE,
     KERNEL_READY,
     LabServer,
-    _wait_until_saved,
     browser_page,
     chromium,
     run_all,
+    save_notebook,
 )
 
 from posref.explorers import figure_png, fingerprint_figure
@@ -173,9 +173,7 @@ def test_a_saved_notebook_reopened_shows_the_static_figure(chromium: str, tmp_pa
                 page.wait_for_selector(static, state="attached")
                 assert page.locator(live).is_visible() and not page.locator(static).is_visible()
 
-                mtime = (lab.root / relative).stat().st_mtime
-                page.click(".jp-NotebookPanel-toolbar [data-command='docmanager:save']")
-                saved = _wait_until_saved(lab.root / relative, mtime)
+                saved = save_notebook(page, lab.root / relative)
                 html = [o["data"]["text/html"] for c in saved.cells for o in c.get("outputs", [])
                         if "text/html" in o.get("data", {})]  # fmt: skip
                 assert len(html) == 1 and STATIC_CLASS in html[0]
