@@ -1,6 +1,6 @@
 """The instructor's commands, each wrapping nbgrader (plain nbgrader commands keep working):
 
-    python -m autograder release ASSIGNMENT
+    python -m autograder release ASSIGNMENT [--lang zh-TW | zh-CN]   (an edition's release too: editions/<lang>/)
     python -m autograder import PATH [--assignment ASSIGNMENT] [--timestamp TIME] [--roster CSV]
                                    (a folder, an archive, or a Canvas or Moodle "download all submissions" zip)
     python -m autograder autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--student ID ... | --regrade]
@@ -9,6 +9,8 @@
     python -m autograder export ASSIGNMENT [--csv FILE]
     python -m autograder demo [--workers N]
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
+    python -m autograder editions update        (the catalogs merged with solutions/: what translators must redo)
+    python -m autograder editions build         (every edition's solutions and release, from the catalogs)
 
 Course data lives in $POSREF_COURSE_DIR (default ~/posref-course), created on first use. See README.md.
 Only the options live here; each subcommand is one call of its step's module, imported when it runs (grading
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.course import parse_time
+from autograder.editions import EDITIONS
 
 
 def _positive_int(text: str) -> int:
@@ -35,7 +38,14 @@ def _positive_int(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("release").add_argument("assignment")
+    p = sub.add_parser("release")
+    p.add_argument("assignment")
+    p.add_argument(
+        "--lang",
+        choices=["en", *EDITIONS],
+        default="en",
+        help="also release this edition (editions/<lang>/notebooks); the gradebook takes the English source",
+    )
     p = sub.add_parser("import")
     p.add_argument("path", type=Path)
     p.add_argument("--assignment")
@@ -81,13 +91,28 @@ def _parser() -> argparse.ArgumentParser:
         "lab", help="JupyterLab for instructors: the formgrader with the course's configuration"
     )
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="options passed on to JupyterLab")
+    p = sub.add_parser("editions", help="the zh-TW and zh-CN editions: catalogs and notebooks")
+    p.add_argument(
+        "action",
+        choices=["update", "build"],
+        help="update: merge the catalogs with solutions/ and make zh-CN from zh-TW; build: write editions/",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "release":
-        print(course.release_summary(args.assignment, course.release(args.assignment)))
+        written = course.release(args.assignment)
+        if args.lang != "en":
+            from autograder import edition_release
+            from autograder.catalogs import START_PAGE
+
+            out = edition_release.editions_dir()
+            names = [args.assignment, START_PAGE]
+            edition_release.write_solutions(args.lang, names, source_dir=course.source_dir(), out=out)
+            written += edition_release.release(args.lang, [args.assignment], out=out)
+        print(course.release_summary(args.assignment, written))
     elif args.command == "import":
         from autograder.submissions import import_submissions
 
@@ -144,3 +169,22 @@ def main(argv: list[str] | None = None) -> None:
         from posref.launch import passed_on
 
         raise SystemExit(lab(passed_on(args.jupyter_args)))
+    elif args.command == "editions":
+        editions_command(args.action)
+
+
+def editions_command(action: str) -> None:
+    """``editions update``: the translators' list; ``editions build``: the files written and the time taken."""
+    import time
+
+    start = time.perf_counter()
+    if action == "update":
+        from autograder.edition_update import report, update
+
+        print(report(update()))
+    else:
+        from autograder.edition_release import build
+
+        written = build()
+        print(f"wrote {len(written)} notebooks of {len(EDITIONS)} editions in editions/")
+    print(f"{time.perf_counter() - start:.1f} s")

@@ -9,18 +9,25 @@ edition together is replacing each block by its msgstr, and changing one English
 of its block untranslated (`msgmerge` marks it fuzzy, with the old translation beside it, for the translator).
 
 Code cells are never translated: graded code, test cells and grade ids are identical, byte for byte, in every
-edition, so one gradebook grades a class whose students hand in different editions.
+edition, so one gradebook grades a class whose students hand in different editions. An edition's notebook says
+which it is in its metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is
+English. The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
+``edition_release.py``.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import nbformat
 
 LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+ENGLISH = "en"
+# each edition's tag (BCP 47, as posref.i18n and `posref lab --lang` spell it) -> its catalogs' folder in locale/
+EDITIONS = {"zh-TW": "zh_TW", "zh-CN": "zh_CN"}
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _DISPLAY_MATH = "$$"
@@ -96,15 +103,16 @@ def notebook_messages(path: Path) -> Iterator[tuple[str, str]]:
                 yield message, f"{path.name}:{cell.get('id', '')}"
 
 
-_PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|`[^`\n]*`|<[^>\n]*>|\]\(([^)\n]*)\)", re.DOTALL)
+# an inline formula, code span, tag or link target may cross a line break (a block holds no blank line)
+PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|<[^>]*>|\]\(([^)]*)\)", re.DOTALL)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
 def protected_parts(text: str) -> list[str]:
     """What a translation keeps exactly as the English has it, sorted: formulas, code spans, HTML tags, link
     targets, and the numbers of the running text (a number quoted from a run stays that number)."""
-    parts = [m.group(1) if m.group(1) is not None else m.group(0) for m in _PROTECTED.finditer(text)]
-    parts += _NUMBER.findall(_PROTECTED.sub(" ", text))
+    parts = [m.group(1) if m.group(1) is not None else m.group(0) for m in PROTECTED.finditer(text)]
+    parts += _NUMBER.findall(PROTECTED.sub(" ", text))
     return sorted(parts)
 
 
@@ -114,3 +122,26 @@ def translation_problems(msgid: str, msgstr: str) -> list[str]:
     problems = [f"missing {p!r}" for p in want if want.count(p) > have.count(p)]
     problems += [f"not in the English: {p!r}" for p in have if have.count(p) > want.count(p)]
     return sorted(set(problems))
+
+
+def edition_of(nb) -> str:
+    """The edition a notebook says it is (``metadata.posref.edition``), one of ``EDITIONS``; ``ENGLISH`` for
+    anything else. A submitted notebook is hostile: any metadata, of any type, is read without failing."""
+    meta = nb.get("metadata") if isinstance(nb, Mapping) else None
+    posref = meta.get("posref") if isinstance(meta, Mapping) else None
+    edition = posref.get("edition") if isinstance(posref, Mapping) else None
+    return edition if isinstance(edition, str) and edition in EDITIONS else ENGLISH
+
+
+def edition_notebook(nb, translations: Mapping[str, str], edition: str):
+    """A copy of the English notebook ``nb`` as ``edition``: each markdown message replaced by its translation
+    (``translations``: msgid -> msgstr; a message without one stays English), code cells as they are, and the
+    edition in the notebook's metadata."""
+    if edition not in EDITIONS:
+        raise ValueError(f"no edition {edition!r}: the editions are {', '.join(EDITIONS)}")
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            cell.source = translate_markdown(cell.source, lambda block: translations.get(block, block))
+    out.metadata.setdefault("posref", {})["edition"] = edition
+    return out

@@ -1,0 +1,147 @@
+"""The editions' notebooks (autograder/edition_release.py, editions.py): the committed editions/ hold every notebook
+under its English name with the English code byte for byte (what one gradebook needs to grade a class of mixed
+editions), say their edition, hide the answers in the release, and `release --lang` releases an edition beside the
+English one, which alone enters the gradebook."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from autograder.catalogs import REPO, START_PAGE, source_notebooks
+from autograder.edition_release import EDITIONS_DIR, TEXT_STUB
+from autograder.editions import EDITIONS, ENGLISH, edition_notebook, edition_of
+
+NOTEBOOKS = source_notebooks()
+
+
+def _relative(name: str):
+    return NOTEBOOKS[name].relative_to(REPO / "solutions")
+
+
+def _cells(path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "edition"),
+    [
+        ({"posref": {"edition": "zh-TW"}}, "zh-TW"),
+        ({"posref": {"edition": "zh-CN"}}, "zh-CN"),
+        ({}, ENGLISH),
+        ({"posref": {"edition": "en"}}, ENGLISH),
+        ({"posref": {"edition": "zh-tw"}}, ENGLISH),  # not a tag the course writes
+        ({"posref": {"edition": "zh_TW"}}, ENGLISH),
+        ({"posref": {"edition": " zh-TW"}}, ENGLISH),
+        ({"posref": {"edition": "fr"}}, ENGLISH),
+        ({"posref": {"edition": "../../etc/passwd"}}, ENGLISH),
+        ({"posref": {"edition": "zh-TW" * 100_000}}, ENGLISH),
+        ({"posref": {"edition": ["zh-TW"]}}, ENGLISH),
+        ({"posref": {"edition": {"zh-TW": 1}}}, ENGLISH),
+        ({"posref": {"edition": None}}, ENGLISH),
+        ({"posref": {"edition": 7}}, ENGLISH),
+        ({"posref": "zh-TW"}, ENGLISH),
+        ({"posref": ["edition", "zh-TW"]}, ENGLISH),
+        ({"posref": None}, ENGLISH),
+        ("zh-TW", ENGLISH),
+        (None, ENGLISH),
+        ([{"posref": {"edition": "zh-TW"}}], ENGLISH),
+    ],
+    ids=repr,
+)
+def test_a_notebook_says_its_edition_and_anything_else_is_english(metadata, edition):
+    """A submission's metadata is the student's: whatever is there, a known edition or English, never an error."""
+    assert edition_of({"metadata": metadata, "cells": []}) == edition
+    assert edition_of("not a notebook") == ENGLISH and edition_of(None) == ENGLISH
+
+
+def test_an_edition_notebook_translates_markdown_only():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Order\n\n$$x$$\n\nKept in English."),
+        nbformat.v4.new_code_cell("# Order\nprint('Order')"),
+    ]
+    out = edition_notebook(nb, {"# Order": "# 順序"}, "zh-TW")
+    assert out.cells[0].source == "# 順序\n\n$$x$$\n\nKept in English."
+    assert out.cells[1] == nb.cells[1] and out.metadata["posref"]["edition"] == "zh-TW"
+    assert "posref" not in nb.metadata  # the English notebook is not changed
+    with pytest.raises(ValueError, match="no edition 'fr': the editions are zh-TW, zh-CN"):
+        edition_notebook(nb, {}, "fr")
+
+
+@pytest.mark.parametrize("kind", ["solutions", "notebooks"])
+@pytest.mark.parametrize("edition", list(EDITIONS))
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_an_editions_code_is_the_english_code_byte_for_byte(name, edition, kind):
+    """Same file name, same cells in the same order (ids, types, nbgrader metadata: grade ids and points), every code
+    cell identical in the committed JSON; only markdown differs (and a written answer's checksum, which nbgrader
+    computes from the edition's stub in the release), and the notebook says its edition."""
+    english = REPO / kind / _relative(name)
+    path = EDITIONS_DIR / edition / kind / _relative(name)
+    ours, theirs = _cells(path), _cells(english)
+    assert [(c["id"], c["cell_type"]) for c in ours] == [(c["id"], c["cell_type"]) for c in theirs]
+    for mine, source in zip(ours, theirs, strict=True):
+        if source["cell_type"] == "code":
+            assert mine == source, f"{path}: code cell {source['id']} differs from the English"
+        else:
+            grading = {k: v for k, v in source["metadata"].get("nbgrader", {}).items() if k != "checksum"}
+            assert {
+                k: v for k, v in mine["metadata"].get("nbgrader", {}).items() if k != "checksum"
+            } == grading
+    assert edition_of(json.loads(path.read_text(encoding="utf-8"))) == edition
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != START_PAGE])
+def test_an_editions_release_hides_its_answers(name, edition):
+    """No solution, hidden test or model answer (in the edition's words) in the release; the stub is the edition's."""
+    release = EDITIONS_DIR / edition / "notebooks" / _relative(name)
+    text = release.read_text(encoding="utf-8")
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True"):
+        assert marker not in text
+    solutions = nbformat.read(EDITIONS_DIR / edition / "solutions" / _relative(name), as_version=4)
+    answers = [
+        c
+        for c in solutions.cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("solution")
+    ]
+    assert answers, "every assignment has written answers"
+    for cell in nbformat.read(release, as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "markdown":
+            assert cell.source == TEXT_STUB[edition]
+    for answer in answers:
+        assert answer.source.split("\n\n")[-1] not in text
+
+
+def test_release_lang_releases_the_edition_and_enters_only_the_english_in_the_gradebook(tmp_path):
+    """`python -m autograder release 01_order --lang zh-TW`: the English release (the gradebook's source) and the
+    edition's, equal to the committed one."""
+    from nbgrader.api import Gradebook
+
+    env = dict(
+        os.environ,
+        POSREF_COURSE_DIR=str(tmp_path / "course"),
+        POSREF_RELEASE_DIR=str(tmp_path / "release"),
+        POSREF_EDITIONS_DIR=str(tmp_path / "editions"),
+        PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "release", "01_order", "--lang", "zh-TW"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    relative = _relative("01_order")
+    assert str(tmp_path / "editions" / "zh-TW" / "notebooks" / relative) in done.stdout
+    for part in (relative, "00_start.ipynb"):
+        made = json.loads((tmp_path / "editions" / "zh-TW" / "notebooks" / part).read_text())
+        assert made == json.loads((EDITIONS_DIR / "zh-TW" / "notebooks" / part).read_text())
+    assert _cells(tmp_path / "release" / relative) == _cells(REPO / "notebooks" / relative)
+    with Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}", "posref") as gb:
+        sources = [c.source for c in gb.find_notebook("01_order", "01_order").source_cells]
+    # the written answers' cells as the English release has them (the code cells are the same in both)
+    assert sources.count("YOUR ANSWER HERE") == 2 and not any(TEXT_STUB["zh-TW"] in s for s in sources)
