@@ -28,6 +28,17 @@ LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
 ENGLISH = "en"
 # each edition's tag (BCP 47, as posref.i18n and `posref lab --lang` spell it) -> its catalogs' folder in locale/
 EDITIONS = {"zh-TW": "zh_TW", "zh-CN": "zh_CN"}
+# what an edition's student types or opens instead of the English one's (`posref lab --lang`, posref/workfolder.py):
+# a code span of the English markdown -> the edition's ({tag}: its tag). A translation keeps the English span (it
+# is a protected part); the edition's notebooks get this one.
+EDITION_SPANS = {
+    "`make lab`": "`make lab EDITION={tag}`",
+    "`POSREF_FAST=1 make lab`": "`POSREF_FAST=1 make lab EDITION={tag}`",
+    "`work/`": "`work-{tag}/`",
+    "`notebooks/`": "`editions/{tag}/notebooks/`",
+    "`.venv/bin/posref update`": "`.venv/bin/posref update --lang {tag}`",
+}
+_SPAN = re.compile("|".join(map(re.escape, sorted(EDITION_SPANS, key=len, reverse=True))))
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _DISPLAY_MATH = "$$"
@@ -135,13 +146,14 @@ def edition_of(nb) -> str:
 
 def edition_notebook(nb, translations: Mapping[str, str], edition: str):
     """A copy of the English notebook ``nb`` as ``edition``: each markdown message replaced by its translation
-    (``translations``: msgid -> msgstr; a message without one stays English), code cells as they are, and the
-    edition in the notebook's metadata."""
+    (``translations``: msgid -> msgstr; a message without one stays English) and the spans of ``EDITION_SPANS``
+    by the edition's, code cells as they are, and the edition in the notebook's metadata."""
     if edition not in EDITIONS:
         raise ValueError(f"no edition {edition!r}: the editions are {', '.join(EDITIONS)}")
     out = copy.deepcopy(nb)
     for cell in out.cells:
         if cell.cell_type == "markdown":
-            cell.source = translate_markdown(cell.source, lambda block: translations.get(block, block))
+            text = translate_markdown(cell.source, lambda block: translations.get(block, block))
+            cell.source = _SPAN.sub(lambda m: EDITION_SPANS[m.group(0)].format(tag=edition), text)
     out.metadata.setdefault("posref", {})["edition"] = edition
     return out

@@ -1,6 +1,7 @@
-"""The zh-CN catalogs made from the zh-TW ones: OpenCC's Taiwan-to-mainland conversion (config ``tw2sp``: characters
-and phrases, e.g. 程式碼 -> 代码, 記憶體 -> 内存), then the glossary's zh-CN terms where the conversion of the zh-TW
-term is not the mainland term (儲存格 -> 保存格 by OpenCC, 单元格 by the glossary; 預設 -> 预设, 默认).
+"""The zh-CN catalogs made from the zh-TW ones: the glossary's zh-CN terms (locale/glossary.csv) where the zh-TW text
+has the zh-TW term, then OpenCC's Taiwan-to-mainland conversion (config ``tw2sp``: characters and phrases, e.g.
+程式碼 -> 代码, 記憶體 -> 内存) for the rest. The glossary goes first because OpenCC is wrong for some of the course's
+words (儲存格 -> 保存格, not 单元格; 序列 -> 串行; 投影片 -> 投视频) and leaves Taiwan's words for others (實作, 預設).
 
 What a translation keeps exactly (formulas, code spans, tags, link targets: ``editions.protected_parts``) and the
 Chinese the English text itself holds (the lecture's example sentences, e.g. 貓吃魚嗎, which the code cells print as
@@ -35,6 +36,7 @@ _STAMP = re.compile(r"^tw2sp: zh_TW ([0-9a-f]{8}) -> ([0-9a-f]{8})$", re.MULTILI
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")  # characters and punctuation
 _LATIN = re.compile(r"[A-Za-z]")
+_QUOTES = str.maketrans("「」『』", "“”‘’")
 _MASK = 0xF0000  # private-use code points stand for the parts kept as they are while OpenCC converts
 
 
@@ -50,29 +52,26 @@ def _digest(text: str) -> str:
 
 
 @cache
-def glossary_fixes(path: Path = GLOSSARY) -> dict[str, str]:
-    """OpenCC's conversion of a zh-TW term -> the glossary's zh-CN term, where the two differ. A row giving
-    alternatives (``秒針 / 時針``) gives each pair when both columns give as many."""
-    fixes = {}
+def glossary_terms(path: Path = GLOSSARY) -> dict[str, str]:
+    """The glossary's zh-TW term -> its zh-CN term, for every term of two characters or more (a row giving
+    alternatives, ``秒針 / 時針``, gives each pair when both columns give as many). A term whose two columns are the
+    same (序列, 向量) is there to keep OpenCC from changing it (序列 -> 串行, 向量 -> 矢量)."""
+    terms = {}
     with open(path, encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             tw, cn = row["zh-TW"].strip(), row["zh-CN"].strip()
             pairs = [(tw, cn)]
             if tw.count(" / ") == cn.count(" / ") > 0:
                 pairs += list(zip(tw.split(" / "), cn.split(" / "), strict=True))
-            for a, b in pairs:
-                converted = _opencc().convert(a)
-                if a and b and converted != b:
-                    fixes[converted] = b
-    return fixes
+            terms.update((a, b) for a, b in pairs if len(a) > 1 and b and (_CJK.search(a) or a != b))
+    return terms
 
 
-def _term_pattern(fixes: dict[str, str]) -> re.Pattern | None:
-    """One alternation of the converted terms, longest first (a Latin term only as a whole word), with the space
-    on either side of it, which goes where a Chinese term then meets Chinese (decoder 的 -> 解码器的)."""
-    if not fixes:
-        return None
-    terms = sorted(fixes, key=len, reverse=True)
+@cache
+def _term_pattern() -> re.Pattern:
+    """One alternation of the glossary's zh-TW terms, longest first (a Latin term only as a whole word), with the
+    space on either side of it, which goes where a Chinese term then meets Chinese (decoder 的 -> 解码器的)."""
+    terms = sorted(glossary_terms(), key=len, reverse=True)
     parts = [rf"(?<![A-Za-z]){re.escape(t)}(?![A-Za-z])" if _LATIN.search(t) else re.escape(t) for t in terms]
     return re.compile(rf"(?P<before> ?)(?P<term>{'|'.join(parts)})(?P<after> (?={_CHINESE.pattern}))?")
 
@@ -81,36 +80,29 @@ def _chinese(char: str) -> bool:
     return bool(_CHINESE.fullmatch(char))
 
 
-def _glossary_terms(text: str) -> str:
-    fixes = glossary_fixes()
-    pattern = _term_pattern(fixes)
-    if pattern is None:
-        return text
-
-    def fix(m: re.Match) -> str:
-        term = fixes[m.group("term")]
-        before, after = m.group("before"), m.group("after") or ""
-        if before and _chinese(term[0]) and m.start() > 0 and _chinese(text[m.start() - 1]):
-            before = ""
-        if after and _chinese(term[-1]):
-            after = ""
-        return before + term + after
-
-    return pattern.sub(fix, text)
-
-
 def convert(zh_tw: str, english: str) -> str:
-    """zh-TW text (the translation of ``english``) in zh-CN: OpenCC ``tw2sp``, then the glossary's terms; the
-    protected parts and the Chinese of ``english`` as they are."""
+    """zh-TW text (the translation of ``english``) in zh-CN: the glossary's terms put in first (OpenCC never sees
+    them), OpenCC ``tw2sp`` for the rest, and mainland quotation marks (「」 -> “”, 『』 -> ‘’); the protected parts and
+    the Chinese of ``english`` as they are."""
     kept: list[str] = []
 
-    def hold(match: re.Match) -> str:
-        kept.append(match.group(0))
+    def hold(text: str) -> str:
+        kept.append(text)
         return chr(_MASK + len(kept) - 1)
+
+    def term(m: re.Match) -> str:
+        cn = glossary_terms()[m.group("term")]
+        before, after = m.group("before"), m.group("after") or ""
+        if before and _chinese(cn[0]) and m.start() > 0 and _chinese(m.string[m.start() - 1]):
+            before = ""
+        if after and _chinese(cn[-1]):
+            after = ""
+        return before + hold(cn) + after
 
     examples = sorted(set(_CJK.findall(english)), key=len, reverse=True)
     holding = PROTECTED.pattern + ("|" + "|".join(map(re.escape, examples)) if examples else "")
-    text = _glossary_terms(_opencc().convert(re.sub(holding, hold, zh_tw, flags=re.DOTALL)))
+    text = re.sub(holding, lambda m: hold(m.group(0)), zh_tw, flags=re.DOTALL)
+    text = _opencc().convert(_term_pattern().sub(term, text)).translate(_QUOTES)
     return re.sub(f"[{chr(_MASK)}-{chr(_MASK + 0xFFFD)}]", lambda m: kept[ord(m.group(0)) - _MASK], text)
 
 

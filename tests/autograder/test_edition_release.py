@@ -15,7 +15,7 @@ import pytest
 
 from autograder.catalogs import REPO, START_PAGE, source_notebooks
 from autograder.edition_release import EDITIONS_DIR, TEXT_STUB
-from autograder.editions import EDITIONS, ENGLISH, edition_notebook, edition_of
+from autograder.editions import EDITION_SPANS, EDITIONS, ENGLISH, edition_notebook, edition_of
 
 NOTEBOOKS = source_notebooks()
 
@@ -72,6 +72,21 @@ def test_an_edition_notebook_translates_markdown_only():
     assert "posref" not in nb.metadata  # the English notebook is not changed
     with pytest.raises(ValueError, match="no edition 'fr': the editions are zh-TW, zh-CN"):
         edition_notebook(nb, {}, "fr")
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_an_editions_start_page_sends_its_student_to_the_editions_folder_and_commands(edition):
+    """The start page's `work/`, `make lab`, `notebooks/` and `posref update` are the edition's: `work-zh-TW/`, `make
+    lab EDITION=zh-TW`, ... (what `posref lab --lang` opens), in its translated text."""
+    text = "\n".join(
+        c.source
+        for c in nbformat.read(EDITIONS_DIR / edition / "notebooks" / "00_start.ipynb", as_version=4).cells
+        if c.cell_type == "markdown"
+    )
+    english = "\n".join(c.source for c in nbformat.read(NOTEBOOKS[START_PAGE], as_version=4).cells)
+    for span, theirs in EDITION_SPANS.items():
+        if span in english:
+            assert theirs.format(tag=edition) in text and span not in text, span
 
 
 @pytest.mark.parametrize("kind", ["solutions", "notebooks"])
