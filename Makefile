@@ -11,10 +11,22 @@ DEV    := $(VENV)/.installed-dev
 
 .PHONY: lab test setup system-packages fonts checkpoints bench gpu-wheels clean
 
-# JupyterLab on the student's own copy of the course (work/, filled from notebooks/), opened on 00_start.ipynb,
-# without nbgrader's instructor tools, as root too (see posref/launch.py and posref/workfolder.py)
-lab: $(COURSE) fonts
-	$(PY) -m posref lab
+# The course's edition make lab opens: en (default), zh-TW or zh-CN, e.g. `make lab EDITION=zh-TW` (not LANG: that
+# is the shell's locale). Another edition than English also installs JupyterLab's language pack for it
+# (.[zh-tw] / .[zh-cn]) and opens with `posref lab --lang EDITION`.
+EDITION ?= en
+EDITIONS := en zh-TW zh-CN
+ifeq ($(filter $(EDITION),$(EDITIONS)),)
+$(error EDITION=$(EDITION) is not an edition of the course: use one of $(EDITIONS))
+endif
+EDITION_PACK := $(if $(filter-out en,$(EDITION)),$(VENV)/.installed-$(EDITION))
+EDITION_ARGS := $(if $(filter-out en,$(EDITION)),--lang $(EDITION))
+
+# JupyterLab on the student's own copy of the course (work/, filled from notebooks/; work-zh-TW/ from
+# editions/zh-TW/notebooks/ for EDITION=zh-TW), opened on 00_start.ipynb, without nbgrader's instructor tools, as
+# root too (see posref/launch.py and posref/workfolder.py)
+lab: $(COURSE) fonts $(EDITION_PACK)
+	$(PY) -m posref lab $(EDITION_ARGS)
 
 test: setup system-packages
 	$(PY) -m pytest -q
@@ -31,7 +43,12 @@ $(COURSE): pyproject.toml constraints.txt | $(PY)
 
 $(DEV): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
-	touch $@ $(COURSE)
+	touch $@ $(COURSE) $(VENV)/.installed-zh-TW $(VENV)/.installed-zh-CN
+
+# an edition's language pack; .[dev] holds both
+$(VENV)/.installed-zh-TW $(VENV)/.installed-zh-CN: $(VENV)/.installed-%: $(COURSE)
+	$(PY) -m pip install -q -c constraints.txt -e '.[$*]'
+	touch $@
 
 # A CJK font, so that figures show the lecture's Chinese example sentences (pinyin without one). Installed only
 # as root with apt-get; elsewhere it says what to install.

@@ -13,6 +13,15 @@ In a checkout the student works in ``work/`` (git ignores it), never in the rele
 ``git pull`` or ``python -m autograder release`` rewrites): each start first brings the releases into ``work/`` by
 the rules of ``posref.workfolder`` (new notebooks added, the student's own never written over) and prints what
 it did; ``posref update`` does only that.
+
+The course has three editions (``EDITIONS``): English, Traditional Chinese (Taiwan) and Simplified Chinese.
+``--lang zh-TW`` (``make lab EDITION=zh-TW``) opens another one: its releases (``editions/zh-TW/notebooks/``, made
+from the English ones and the translation catalogs) brought into a work folder of its own (``work-zh-TW/``) and
+opened on its start page; ``POSREF_LANG=zh-TW`` in the server's environment, which its kernels inherit, so that
+posref's messages speak the edition's language (``posref.i18n``); and JupyterLab's own interface in that language,
+from its language pack (``jupyterlab-language-pack-zh-tw``, which ``make lab EDITION=zh-TW`` installs), made the
+server's default by the student config's server extension ``posref.lab_language``. Every edition sets it, English
+too: ``make lab`` shows JupyterLab in English whatever the operating system's language.
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from posref import workfolder
@@ -29,32 +40,84 @@ from posref import workfolder
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
 CHECKOUT = Path(__file__).resolve().parent.parent
-CHECKOUT_NOTEBOOKS = CHECKOUT / "notebooks"  # the releases, tracked by git
-CHECKOUT_WORK = CHECKOUT / "work"  # the student's copy, ignored by git (.gitignore)
+LANGUAGE_PACKS = "jupyterlab.languagepack"  # the entry points by which JupyterLab finds its language packs
+
+
+@dataclass(frozen=True)
+class Edition:
+    """One language edition of the course as a student opens it.
+
+    ``tag`` is its BCP 47 tag (``zh-TW``): ``POSREF_LANG`` in the server's environment and the name of its folders;
+    ``locale`` is JupyterLab's name for its interface language (``zh_TW``), and ``pack`` the pip package that
+    brings that language to JupyterLab (None for English, JupyterLab's own)."""
+
+    tag: str
+    locale: str
+    pack: str | None
+
+    @property
+    def releases(self) -> Path:
+        """Its released notebooks in a checkout: ``notebooks/`` for English, ``editions/<tag>/notebooks/`` else."""
+        return CHECKOUT / "notebooks" if self.pack is None else CHECKOUT / "editions" / self.tag / "notebooks"
+
+    @property
+    def work(self) -> Path:
+        """The student's copy of it in a checkout, which git ignores: ``work/``, ``work-<tag>/``."""
+        return CHECKOUT / ("work" if self.pack is None else f"work-{self.tag}")
+
+    def pack_installed(self) -> bool:
+        """Whether JupyterLab can show its interface in this language (English always can)."""
+        return self.pack is None or any(e.name == self.locale for e in entry_points(group=LANGUAGE_PACKS))
+
+
+EDITIONS = {
+    e.tag: e
+    for e in (
+        Edition("en", "en", None),
+        Edition("zh-TW", "zh_TW", "jupyterlab-language-pack-zh-tw"),
+        Edition("zh-CN", "zh_CN", "jupyterlab-language-pack-zh-cn"),
+    )
+}
+ENGLISH = EDITIONS["en"]
+
+
+def edition(name: str) -> Edition:
+    """The edition ``name`` names: a tag as ``EDITIONS`` writes it, in any case, with ``-`` or ``_``."""
+    wanted = name.strip().replace("_", "-").lower()
+    for tag, found in EDITIONS.items():
+        if tag.lower() == wanted:
+            return found
+    raise ValueError(f"no edition {name!r}: the course's editions are {', '.join(EDITIONS)}")
 
 
 def in_checkout() -> bool:
     """Whether posref runs from a checkout of the course (an editable install), with its releases."""
-    return (CHECKOUT_NOTEBOOKS / START_PAGE).is_file()
+    return (ENGLISH.releases / START_PAGE).is_file()
 
 
 def course_folders(
-    folder: str | Path | None = None, releases: str | Path | None = None
+    folder: str | Path | None = None, releases: str | Path | None = None, lang: Edition = ENGLISH
 ) -> tuple[Path, Path | None]:
     """``(the folder JupyterLab serves, the releases to bring into it first, or None)``.
 
-    Without ``folder``: in a checkout, its ``work/``, updated from ``releases`` (default the checkout's
-    ``notebooks/``); elsewhere (notebooks copied out of a checkout, or fetched from a hub) the current folder,
-    updated only from ``releases`` when given. ``folder`` is served as it is unless ``releases`` is given too.
+    Without ``folder``: in a checkout, the work folder of the edition ``lang`` (``work/`` for English), updated
+    from ``releases`` (default: that edition's releases in the checkout); elsewhere (notebooks copied out of a
+    checkout, or fetched from a hub) the current folder, updated only from ``releases`` when given. ``folder`` is
+    served as it is unless ``releases`` is given too.
     """
     if releases is not None:
         releases = Path(releases).expanduser().resolve()
         if not releases.is_dir():
             raise FileNotFoundError(f"no folder {releases} of released notebooks to copy from")
     if folder is None:
-        if in_checkout():
-            return CHECKOUT_WORK, releases or CHECKOUT_NOTEBOOKS
-        return Path.cwd(), releases
+        if not in_checkout():
+            return Path.cwd(), releases
+        if releases is None and not (lang.releases / START_PAGE).is_file():
+            raise FileNotFoundError(
+                f"this checkout has no {lang.tag} edition ({lang.releases} holds no {START_PAGE}): `git pull` "
+                f"brings the course's editions; an instructor makes them (autograder/README.md)"
+            )
+        return lang.work, releases or lang.releases
     path = Path(folder).expanduser().resolve()
     if releases is None and not path.is_dir():
         raise FileNotFoundError(f"no folder {path} to open in JupyterLab")
@@ -78,16 +141,33 @@ def lab_command(folder: Path, extra: Sequence[str] = (), *, python: str = sys.ex
     return command + list(extra)
 
 
-def lab_env(*, instructor_tools: bool = False, env: Mapping[str, str] | None = None) -> dict[str, str]:
+def lab_env(
+    *, instructor_tools: bool = False, lang: Edition | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``env`` (default: this process's) for the server: the student config first on ``JUPYTER_CONFIG_PATH``
-    unless ``instructor_tools``; this Python's scripts first on ``PATH`` (nbgrader runs ``alembic`` from it)."""
+    unless ``instructor_tools``; ``POSREF_LANG`` set to the tag of the edition ``lang`` when given (the server's
+    kernels inherit it, and the student config's ``posref.lab_language`` reads it); this Python's scripts first on
+    ``PATH`` (nbgrader runs ``alembic`` from it)."""
     out = dict(os.environ if env is None else env)
     out["PATH"] = os.pathsep.join(filter(None, (str(Path(sys.executable).parent), out.get("PATH"))))
+    if lang is not None:
+        out["POSREF_LANG"] = lang.tag
     if not instructor_tools:
         out["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
             filter(None, (str(STUDENT_CONFIG), out.get("JUPYTER_CONFIG_PATH")))
         )
     return out
+
+
+def missing_pack_note(lang: Edition) -> str | None:
+    """What to do when JupyterLab lacks the edition's interface language; None when it has it."""
+    if lang.pack_installed():
+        return None
+    return (
+        f"posref lab: JupyterLab's menus stay in English: the {lang.tag} language pack is not installed "
+        f"(`make lab EDITION={lang.tag}` installs it; without make: python -m pip install -c constraints.txt "
+        f"-e '.[{lang.tag.lower()}]', or python -m pip install {lang.pack})"
+    )
 
 
 def passed_on(remainder: Sequence[str]) -> list[str]:
@@ -96,15 +176,18 @@ def passed_on(remainder: Sequence[str]) -> list[str]:
 
 
 def run_lab(args: argparse.Namespace) -> int:
-    folder, releases = course_folders(args.folder, args.releases)
+    folder, releases = course_folders(args.folder, args.releases, args.lang)
     update_folder(folder, releases, "lab")
     command = lab_command(folder, passed_on(args.jupyter_args))
-    print(f"posref lab: serving {folder}", file=sys.stderr)
-    return subprocess.call(command, env=lab_env(instructor_tools=args.instructor_tools))
+    note = missing_pack_note(args.lang)
+    if note:
+        print(note, file=sys.stderr)
+    print(f"posref lab: serving {folder} ({args.lang.tag} edition)", file=sys.stderr)
+    return subprocess.call(command, env=lab_env(instructor_tools=args.instructor_tools, lang=args.lang))
 
 
 def run_update(args: argparse.Namespace) -> int:
-    folder, releases = course_folders(args.folder, args.releases)
+    folder, releases = course_folders(args.folder, args.releases, args.lang)
     if releases is None:
         raise FileNotFoundError(
             "posref runs outside a checkout of the course: say where the released notebooks are (--releases DIR)"
@@ -113,11 +196,27 @@ def run_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def _edition_argument(name: str) -> Edition:
+    try:
+        return edition(name)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _add_folders(parser: argparse.ArgumentParser, folder_help: str) -> None:
     parser.add_argument("--folder", help=folder_help)
     parser.add_argument(
         "--releases",
-        help="the released notebooks to bring into the folder first (default in a checkout: its notebooks/)",
+        help="the released notebooks to bring into the folder first (default in a checkout: its notebooks/, "
+        "or editions/<lang>/notebooks/ with --lang)",
+    )
+    parser.add_argument(
+        "--lang",
+        type=_edition_argument,
+        default=ENGLISH,
+        metavar="{" + ",".join(EDITIONS) + "}",
+        help="the course's edition: en (default), zh-TW (Traditional Chinese, Taiwan) or zh-CN (Simplified "
+        "Chinese); in a checkout its work folder is work-<lang>/, filled from editions/<lang>/notebooks/",
     )
 
 
@@ -129,7 +228,8 @@ def add_lab(subparsers: argparse._SubParsersAction) -> None:
         "Validate button and without its instructor tools or its exchange (Assignment List). In a checkout, "
         "your copy of the course is work/ (git ignores it), filled and updated from notebooks/ first: new "
         "notebooks are added, a notebook you changed is never written over (a new version lands beside it "
-        "as NAME.new.ipynb). Works as root too.",
+        "as NAME.new.ipynb). Works as root too. --lang zh-TW (or zh-CN) opens that edition instead: its own "
+        "folder work-zh-TW/, its start page, posref's messages and JupyterLab's menus in its language.",
     )
     _add_folders(
         parser,

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MAKE_VARS = {"$(PY)": "python", "$(PYTHON)": "python", "$(VENV)": ".venv"}
+# make's variables as `make lab` and `make test` spell them out (EDITION_ARGS: none for the English edition)
+MAKE_VARS = {"$(PY)": "python", "$(PYTHON)": "python", "$(VENV)": ".venv", "$(EDITION_ARGS)": ""}
 
 
 def readme_commands(text: str) -> list[list[str]]:
@@ -43,7 +44,7 @@ def make_commands(text: str, targets: tuple[str, ...]) -> list[list[str]]:
         for line in recipe:
             if not line.startswith(("$(PY) ", "$(PYTHON) ")):  # the shell of the fonts and packages rules
                 continue
-            words = [MAKE_VARS.get(w, w) for w in shlex.split(line)]
+            words = [MAKE_VARS.get(w, w) for w in shlex.split(line) if MAKE_VARS.get(w) != ""]
             if words[2] == "pip":
                 words = [w for w in words if w != "-q"]
             if words not in seen:

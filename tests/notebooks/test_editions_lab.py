@@ -1,0 +1,260 @@
+"""Opening an edition of the course (issue 28.6): ``make lab EDITION=zh-TW`` / ``posref lab --lang zh-TW`` selects
+everything a student of that edition sees: the edition's releases brought into a work folder of its own (which git
+ignores), its start page, posref's messages in its language (``POSREF_LANG`` in the server's environment, which its
+kernels inherit) and JupyterLab's own interface in its language (the language pack that the set-up installs for
+that edition only, selected as a default of the course's own settings); ``make lab`` alone opens English.
+
+One ``posref lab --lang zh-TW`` server (``zh_tw_lab``), on this checkout's zh-TW releases (``editions/zh-TW/notebooks/``,
+generated from the catalogs), serves the API checks and the screenshot of the zh-TW start page.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from test_browser import LabServer, browser_page, chromium  # noqa: F401 (chromium is a fixture)
+
+from posref import lab_language, launch
+
+REPO = Path(__file__).resolve().parents[2]
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _notebook(path: Path, *cells: str) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def _checkout(root: Path, *tags: str) -> Path:
+    """A checkout's releases: the English ones and those of the editions ``tags``, each with its start page."""
+    _notebook(root / "notebooks" / launch.START_PAGE, "# Start here")
+    for tag in tags:
+        _notebook(root / "editions" / tag / "notebooks" / launch.START_PAGE, f"# 從這裡開始 ({tag})")
+    return root
+
+
+def test_each_edition_names_its_folders_its_language_and_its_pack(monkeypatch, tmp_path):
+    assert list(launch.EDITIONS) == ["en", "zh-TW", "zh-CN"]
+    monkeypatch.setattr(launch, "CHECKOUT", _checkout(tmp_path, "zh-TW"))
+    english, taiwan = launch.ENGLISH, launch.EDITIONS["zh-TW"]
+    assert launch.course_folders() == (tmp_path / "work", tmp_path / "notebooks")  # make lab: as before
+    assert launch.course_folders(lang=taiwan) == (
+        tmp_path / "work-zh-TW",
+        tmp_path / "editions/zh-TW/notebooks",
+    )
+    with pytest.raises(FileNotFoundError, match="no zh-CN edition .*git pull"):
+        launch.course_folders(lang=launch.EDITIONS["zh-CN"])
+    assert launch.course_folders(tmp_path, lang=taiwan) == (tmp_path, None)  # --folder alone: served as it is
+    assert english.pack is None and english.pack_installed()
+    for spelling in ("zh-TW", "zh_TW", "ZH-tw", " zh-tw "):
+        assert launch.edition(spelling) is taiwan
+    with pytest.raises(ValueError, match="no edition 'fr': the course's editions are en, zh-TW, zh-CN"):
+        launch.edition("fr")
+
+
+@pytest.mark.parametrize("tag", list(launch.EDITIONS))
+def test_an_editions_server_gets_its_language(tag):
+    """The edition's tag in POSREF_LANG, beside the student config (whose server extension reads it); the instructor's
+    server is left as it was."""
+    lang = launch.EDITIONS[tag]
+    env = launch.lab_env(
+        lang=lang, env={"JUPYTER_CONFIG_PATH": "/elsewhere", "POSREF_LANG": "fr", "PATH": "/bin"}
+    )
+    assert env["POSREF_LANG"] == tag
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(launch.STUDENT_CONFIG), "/elsewhere"]
+    assert lab_language.requested_edition(env) is lang
+    assert "POSREF_LANG" not in launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})
+    server = json.loads((launch.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"]["posref.lab_language"] is True
+
+
+def test_the_server_extension_sets_jupyterlabs_default_locale(monkeypatch, tmp_path):
+    """The server's default locale decides what a student who chose no language sees: the language pack the page
+    loads and the menus' labels, which jupyterlab_server translates in the settings schemas (run here in this
+    process, as its settings handler runs them); a language the student chose in their own settings wins."""
+    from jupyterlab.commands import get_app_dir
+    from jupyterlab_server import settings_utils, translations_handler
+    from jupyterlab_server.translation_utils import translator
+
+    for module in (settings_utils, translations_handler):
+        monkeypatch.setattr(module, "SYS_LOCALE", "en")
+    monkeypatch.setattr(translator, "_LOCALE", "en")
+    monkeypatch.setattr(translator, "_TRANSLATORS", {})
+    schemas = Path(get_app_dir()) / "schemas"
+    handler = SimpleNamespace(  # what SchemaHandler.get_current_locale reads
+        app_settings_dir=str(tmp_path / "app"),
+        schemas_dir=str(schemas),
+        settings_dir=str(tmp_path / "user-settings"),
+        overrides={},
+        labextensions_path=[],
+        log=logging.getLogger("test"),
+    )
+    assert settings_utils.SchemaHandler.get_current_locale(handler) == "en"
+
+    lab_language.set_default_locale("zh_CN")
+    assert translations_handler.SYS_LOCALE == "zh_CN"  # the language pack of the page ("default")
+    locale = settings_utils.SchemaHandler.get_current_locale(handler)
+    assert locale == "zh_CN"
+    translator.set_locale(locale)
+    menus = json.loads((schemas / "@jupyterlab" / "mainmenu-extension" / "plugin.json").read_text())
+    labels = {m["id"]: m["label"] for m in translator.translate_schema(menus)["jupyter.lab.menus"]["main"]}
+    assert labels["jp-mainmenu-run"] == "运行" and labels["jp-mainmenu-file"] == "文件", labels
+
+    chosen = (
+        tmp_path / "user-settings" / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings"
+    )
+    chosen.parent.mkdir(parents=True)
+    chosen.write_text('{"locale": "en"}')
+    assert settings_utils.SchemaHandler.get_current_locale(handler) == "en"
+
+    assert lab_language.requested_edition({"POSREF_LANG": "zh_cn"}) is launch.EDITIONS["zh-CN"]
+    assert lab_language.requested_edition({"POSREF_LANG": "fr"}) is None
+    assert lab_language.requested_edition({}) is None
+
+
+@pytest.mark.parametrize("tag", ["zh-TW", "zh-CN"])
+def test_an_editions_language_pack_is_its_extra_pinned_and_installed_for_the_tests(tag):
+    lang = launch.EDITIONS[tag]
+    (extra,) = re.findall(rf"^{tag.lower()} = \[(.*)\]$", (REPO / "pyproject.toml").read_text(), flags=re.M)
+    assert f'"{lang.pack}>=' in extra and '"posref[course]"' in extra, (
+        extra
+    )  # make lab's set-up, and the pack
+    assert re.search(rf"^{re.escape(lang.pack)}==", (REPO / "constraints.txt").read_text(), flags=re.M | re.I)
+    assert lang.pack_installed(), f"{lang.pack} is not installed here: .[dev] holds it (make setup)"
+    assert launch.missing_pack_note(lang) is None
+
+
+def test_a_missing_language_pack_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(launch, "entry_points", lambda group: [])
+    note = launch.missing_pack_note(launch.EDITIONS["zh-CN"])
+    assert "menus stay in English" in note and "make lab EDITION=zh-CN" in note
+    assert "jupyterlab-language-pack-zh-cn" in note and ".[zh-cn]" in note
+
+
+def _make(*args: str) -> subprocess.CompletedProcess:
+    """What ``make`` would run (``-n``), every rule as if out of date (``-B``): nothing is run."""
+    if shutil.which("make") is None:
+        pytest.skip("no make here: the Makefile's switch is checked where make is")
+    return subprocess.run(["make", "-n", "-B", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_make_lab_edition_installs_that_editions_pack_and_opens_it():
+    english = _make("lab")
+    assert english.returncode == 0, english.stderr
+    lab = [line.split() for line in english.stdout.splitlines() if "-m posref lab" in line]
+    assert lab == [[".venv/bin/python", "-m", "posref", "lab"]], english.stdout
+    assert "language-pack" not in english.stdout and ".installed-zh" not in english.stdout
+    for tag in ("zh-TW", "zh-CN"):
+        made = _make("lab", f"EDITION={tag}")
+        assert made.returncode == 0, made.stderr
+        assert f"-m pip install -q -c constraints.txt -e '.[{tag}]'" in made.stdout, made.stdout
+        assert f"-m posref lab --lang {tag}\n" in made.stdout, made.stdout
+        other = "zh-CN" if tag == "zh-TW" else "zh-TW"
+        assert f".[{other}]" not in made.stdout  # only the edition's own pack
+    wrong = _make("lab", "EDITION=fr")
+    assert wrong.returncode != 0 and "EDITION=fr is not an edition of the course" in wrong.stderr
+
+
+def test_git_ignores_every_editions_work_folder():
+    for tag in launch.EDITIONS:
+        rel = launch.EDITIONS[tag].work.relative_to(launch.CHECKOUT) / "01_order" / "01_order.ipynb"
+        ignored = subprocess.run(
+            ["git", "-C", str(REPO), "check-ignore", "-q", str(rel)], capture_output=True
+        )
+        if ignored.returncode == 128:
+            pytest.skip("not a git checkout: nothing to ignore")
+        assert ignored.returncode == 0, (
+            f"git does not ignore {rel}: a student's answers would show in git status"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one zh-TW server, started as `make lab EDITION=zh-TW` starts it
+
+
+@pytest.fixture(scope="module")
+def zh_tw_lab(tmp_path_factory) -> Iterator[LabServer]:
+    base = tmp_path_factory.mktemp("zh-TW")
+    releases = launch.EDITIONS["zh-TW"].releases  # this checkout's, generated from the catalogs
+    assert (releases / launch.START_PAGE).is_file(), f"no zh-TW start page in {releases}"
+    server = LabServer(base, launcher="posref", lab_args=("--lang", "zh-TW", "--releases", str(releases)))
+    server.releases = releases
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _server_env(server: LabServer) -> dict[str, str]:
+    """The environment of the JupyterLab process that ``posref lab`` started (which its kernels inherit)."""
+    psutil = pytest.importorskip("psutil")
+    (jupyterlab,) = [
+        p for p in psutil.Process(server.proc.pid).children() if "jupyterlab" in " ".join(p.cmdline())
+    ]
+    return jupyterlab.environ()
+
+
+def test_posref_lab_lang_serves_the_editions_start_page_in_its_language(zh_tw_lab):
+    server = zh_tw_lab
+    log = server.log_tail(20_000)
+    assert f"added {launch.START_PAGE}" in log and "(zh-TW edition)" in log, log
+    served = json.loads(server.api("GET", f"/api/contents/{launch.START_PAGE}"))["content"]
+    released = nbformat.read(server.releases / launch.START_PAGE, as_version=4)
+    assert [c["source"] for c in served["cells"]] == [c.source for c in released.cells]
+    text = "\n".join(c.source for c in released.cells)  # and it sends the student to this edition's folder
+    assert "`work-zh-TW/`" in text and "`make lab EDITION=zh-TW`" in text and "`work/`" not in text
+    # the page loads the zh-TW pack (JupyterLab's "default" language is the server's), and the server translates
+    # the settings schemas with it (the zh-TW pack has no labels of the main menu's own: Run stays Run there)
+    assert "zh_TW" in json.loads(server.api("GET", "/lab/api/translations/"))["data"]
+    pack = json.loads(server.api("GET", "/lab/api/translations/default"))["data"]["jupyterlab"]
+    assert pack[""]["language"] == "zh-TW" and pack["Run All Cells"] == ["執行所有儲存格"]
+    browser = "/lab/api/settings/@jupyterlab/filebrowser-extension:browser"
+    assert json.loads(server.api("GET", browser))["schema"]["title"] == "檔案瀏覽器"
+    env = _server_env(server)
+    assert env["POSREF_LANG"] == "zh-TW"
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(launch.STUDENT_CONFIG)
+    assert "posref: JupyterLab's interface language is zh_TW (zh-TW edition)" in server.log_tail(10**6)
+
+
+def _shot_dir(tmp_path: Path) -> Path:
+    shots = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_the_zh_tw_start_page_opens_in_a_chinese_jupyterlab(chromium, zh_tw_lab, tmp_path):  # noqa: F811
+    """What ``make lab EDITION=zh-TW`` shows first: the edition's start page, rendered, in a JupyterLab that speaks
+    the zh-TW language pack (the file browser's columns read 名稱, 最後修改); saved as zh-TW_start_page.png."""
+    server, shots = zh_tw_lab, _shot_dir(tmp_path)
+    nb = nbformat.read(server.releases / launch.START_PAGE, as_version=4)
+    heading = (
+        next(c.source for c in nb.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ").strip()
+    )
+    assert CHINESE.search(heading), f"the zh-TW start page's heading is not in Chinese: {heading!r}"
+    with browser_page(chromium, server.home) as page:
+        try:
+            page.goto(f"{server.url}/?token={server.token}")  # the front door, as make lab opens it
+            page.locator(".jp-RenderedMarkdown h1", has_text=heading[:12]).wait_for()
+            page.locator(".jp-RenderedMarkdown table a").first.wait_for()
+            headers = page.locator(".jp-DirListing-headerItemText").all_inner_texts()
+            assert "名稱" in headers, f"the file browser's columns are not in Chinese: {headers}"
+            page.screenshot(path=str(shots / "zh-TW_start_page.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "zh-TW_start_page_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
