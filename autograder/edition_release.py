@@ -23,11 +23,9 @@ from pathlib import Path
 import nbformat
 
 from autograder.catalogs import LOCALE_DIR, REPO, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
-from autograder.editions import EDITIONS, edition_notebook
+from autograder.editions import EDITIONS, TEXT_STUB, edition_notebook
 
 EDITIONS_DIR = REPO / "editions"
-# the text a student replaces in a written answer's cell of the release (nbgrader's is "YOUR ANSWER HERE")
-TEXT_STUB = {"zh-TW": "請在這裡寫下你的答案", "zh-CN": "请在这里写下你的答案"}
 
 
 def editions_dir() -> Path:

@@ -28,6 +28,8 @@ LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
 ENGLISH = "en"
 # each edition's tag (BCP 47, as posref.i18n and `posref lab --lang` spell it) -> its catalogs' folder in locale/
 EDITIONS = {"zh-TW": "zh_TW", "zh-CN": "zh_CN"}
+# the text a student replaces in a written answer's cell of an edition's release (nbgrader's: "YOUR ANSWER HERE")
+TEXT_STUB = {"zh-TW": "請在這裡寫下你的答案", "zh-CN": "请在这里写下你的答案"}
 # what an edition's student types or opens instead of the English one's (`posref lab --lang`, posref/workfolder.py):
 # a code span of the English markdown -> the edition's ({tag}: its tag). A translation keeps the English span (it
 # is a protected part); the edition's notebooks get this one.

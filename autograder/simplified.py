@@ -33,10 +33,11 @@ GLOSSARY = LOCALE_DIR / "glossary.csv"
 OPENCC_CONFIG = "tw2sp"
 REVIEWED = "reviewed"
 _STAMP = re.compile(r"^tw2sp: zh_TW ([0-9a-f]{8}) -> ([0-9a-f]{8})$", re.MULTILINE)
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_HAN = r"[\u3400-\u9fff\uf900-\ufaff]"
+_CJK = re.compile(_HAN + "+")
 _CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")  # characters and punctuation
 _LATIN = re.compile(r"[A-Za-z]")
-_QUOTES = str.maketrans("「」『』", "“”‘’")
+_QUOTES = str.maketrans("「」『』〈〉", "“”‘’《》")
 _MASK = 0xF0000  # private-use code points stand for the parts kept as they are while OpenCC converts
 
 
@@ -72,7 +73,7 @@ def _term_pattern() -> re.Pattern:
     """One alternation of the glossary's zh-TW terms, longest first (a Latin term only as a whole word), with the
     space on either side of it, which goes where a Chinese term then meets Chinese (decoder 的 -> 解码器的)."""
     terms = sorted(glossary_terms(), key=len, reverse=True)
-    parts = [rf"(?<![A-Za-z]){re.escape(t)}(?![A-Za-z])" if _LATIN.search(t) else re.escape(t) for t in terms]
+    parts = [rf"(?<![\w-]){re.escape(t)}(?![\w-])" if _LATIN.search(t) else re.escape(t) for t in terms]
     return re.compile(rf"(?P<before> ?)(?P<term>{'|'.join(parts)})(?P<after> (?={_CHINESE.pattern}))?")
 
 
@@ -82,8 +83,9 @@ def _chinese(char: str) -> bool:
 
 def convert(zh_tw: str, english: str) -> str:
     """zh-TW text (the translation of ``english``) in zh-CN: the glossary's terms put in first (OpenCC never sees
-    them), OpenCC ``tw2sp`` for the rest, and mainland quotation marks (「」 -> “”, 『』 -> ‘’); the protected parts and
-    the Chinese of ``english`` as they are."""
+    them), OpenCC ``tw2sp`` for the rest, and mainland quotation marks (「」 -> “”, 『』 -> ‘’, 〈〉 -> 《》); the protected
+    parts, and the Chinese of ``english`` where it stands alone (the lecture's example tokens, printed as they are by
+    the code), as they are."""
     kept: list[str] = []
 
     def hold(text: str) -> str:
@@ -99,8 +101,10 @@ def convert(zh_tw: str, english: str) -> str:
             after = ""
         return before + hold(cn) + after
 
+    # the English's Chinese where it stands alone in the translation (「嗎」, {貓, 吃}), not inside a word (會不同嗎)
     examples = sorted(set(_CJK.findall(english)), key=len, reverse=True)
-    holding = PROTECTED.pattern + ("|" + "|".join(map(re.escape, examples)) if examples else "")
+    alone = rf"(?<!{_HAN})(?:{'|'.join(map(re.escape, examples))})(?!{_HAN})"
+    holding = PROTECTED.pattern + ("|" + alone if examples else "")
     text = re.sub(holding, lambda m: hold(m.group(0)), zh_tw, flags=re.DOTALL)
     text = _opencc().convert(_term_pattern().sub(term, text)).translate(_QUOTES)
     return re.sub(f"[{chr(_MASK)}-{chr(_MASK + 0xFFFD)}]", lambda m: kept[ord(m.group(0)) - _MASK], text)
@@ -161,7 +165,7 @@ def simplified(zh_tw: polib.POFile, old: polib.POFile | None) -> tuple[polib.POF
                 done.kept += 1
             else:
                 entry.flags = ["fuzzy"]
-                entry.previous_msgid = was.msgid if was.msgid != tw.msgid else None
+                entry.previous_msgid = was.msgid if was.msgid != tw.msgid else was.previous_msgid
                 what = "the zh-TW text changed" if source else "the zh-TW text is being redone"
                 entry.comment = _stamp(source, made) + f"\n{what}; converted again: {made or '(nothing yet)'}"
                 done.review.append(tw.msgid)

@@ -140,9 +140,14 @@ def test_changing_one_english_sentence_shows_exactly_the_message_to_redo(tmp_pat
     assert f"redo the message of 01_order.ipynb:{cell.id} that begins 'Take the two Chinese sentences" in text
     assert "\n      - tokens and mean opposite things. A model" in text
     assert "\n      + tokens and mean the opposite. A model" in text
-    # the zh-CN entry (an unreviewed conversion) has no finished zh-TW text to come from until the translator redoes it
+    # the zh-CN entry, reviewed, keeps its text under the new message, fuzzy, for its reviewer to redo
+    cn_before = {e.msgid: e for e in read_catalog(catalog_path("zh_CN", "01_order"))}
+    assert "reviewed" in cn_before[old_block].tcomment.split("\n")
     zh_cn = {e.msgid: e for e in read_catalog(locale_dir / "zh_CN" / "01_order.po")}
-    assert zh_cn[new_block].msgstr == "" and old_block not in zh_cn
+    cn = zh_cn[new_block]
+    assert (cn.msgstr, cn.fuzzy, cn.previous_msgid) == (cn_before[old_block].msgstr, True, old_block)
+    assert done.conversion.review == [new_block] and old_block not in zh_cn
+    assert "locale/zh_CN/01_order.po: 1 reviewed entr(ies) to review again (fuzzy)" in text
     assert catalogs.unfinished(after)
     assert update(source_dir, locale_dir)[0].written == []  # a second run changes nothing
 

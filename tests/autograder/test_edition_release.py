@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from autograder.catalogs import REPO, START_PAGE, source_notebooks
-from autograder.edition_release import EDITIONS_DIR, TEXT_STUB
-from autograder.editions import EDITION_SPANS, EDITIONS, ENGLISH, edition_notebook, edition_of
+from autograder.edition_release import EDITIONS_DIR
+from autograder.editions import EDITION_SPANS, EDITIONS, ENGLISH, TEXT_STUB, edition_notebook, edition_of
 
 NOTEBOOKS = source_notebooks()
 

@@ -29,6 +29,10 @@ pytest.importorskip("opencc", reason="opencc is in the dev extra: pip install -e
         ),
         # the Chinese the English holds (the lecture's example sentence, printed as it is by the code) stays
         ("句子 **貓吃魚嗎** 的資訊", "the sentence **貓吃魚嗎**", "句子 **貓吃魚嗎** 的信息"),
+        # ... where it stands alone (the token 嗎), not where it is a word of the translation (the particle 嗎)
+        ("{貓, 嗎}：「嗎」會不同嗎？", "{貓, 嗎}: 嗎", "{貓, 嗎}：“嗎”会不同吗？"),
+        # a Latin term never inside an identifier or a hyphenated word
+        ("sinusoidal 與 sinusoidal_pe 與 cross-attention", "", "正弦余弦与 sinusoidal_pe 与 cross-attention"),
     ],
 )
 def test_convert(zh_tw, english, zh_cn):
