@@ -22,6 +22,7 @@ import torch
 
 from posref.absolute import sinusoidal_pe
 from posref.attention import scaled_dot_product_attention
+from posref.i18n import _
 
 T = TypeVar("T")
 
@@ -151,8 +152,9 @@ class Probe:
         return scaled_dot_product_attention(q, k, v, causal=self.kind == "causal")
 
     def describe(self) -> str:
-        equivariant = "equivariant" if self.kind in ("mlp", "attention") else "not equivariant"
-        return f"<{self.kind} function of x, {equivariant}>"
+        if self.kind in ("mlp", "attention"):
+            return _("<{kind} function of x, equivariant>").format(kind=self.kind)
+        return _("<{kind} function of x, not equivariant>").format(kind=self.kind)
 
     def to_wire(self) -> dict:
         return {"__probe__": self.kind, "weight": self.weight}

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from posref.i18n import _
+
 # frames in these folders are not the student's code: posref's own, the standard library's and installed packages'
 # (IPython's, torch's)
 _NOT_THEIRS = tuple(
@@ -56,11 +58,15 @@ def where_it_raised(err: BaseException) -> str:
     if name.startswith("<cell ") and name.endswith(">"):
         place = name[1:-1]
     elif name.startswith("<") or "ipykernel_" in name or "ipython-input" in name:
-        place = "your cell"
+        place = _("your cell")
     else:
         place = Path(name).name
     code = (frame.line or "").strip()
-    return f" (line {frame.lineno} of {place}" + (f": `{code[:160]}`)" if code else ")")
+    if code:
+        return _(" (line {line} of {place}: `{code}`)").format(
+            line=frame.lineno, place=place, code=code[:160]
+        )
+    return _(" (line {line} of {place})").format(line=frame.lineno, place=place)
 
 
 class CheckFailed(AssertionError):
@@ -78,7 +84,7 @@ class CheckFailed(AssertionError):
                 frames += [f for f in tb if _students(f.filename)]
         lines = [f"{type(self).__name__}: {self}"]
         if frames:
-            lines += ["", "Your code, where it was called (posref's own frames left out):"]
+            lines += ["", _("Your code, where it was called (posref's own frames left out):")]
             lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
         return lines
 
@@ -153,8 +159,11 @@ def call(fn: Callable[..., Any], case: Case) -> Any:
 
 def _changed_inputs(case: Case, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """Which tensor argument the call changed in place (``args``/``kwargs`` are the copies it was given), or None."""
-    given = [(f"argument {i + 1}", a, b) for i, (a, b) in enumerate(zip(case.args, args, strict=True))]
-    given += [(f"argument {k}", case.kwargs[k], kwargs[k]) for k in case.kwargs]
+    argument = _("argument {which}")
+    given = [
+        (argument.format(which=i + 1), a, b) for i, (a, b) in enumerate(zip(case.args, args, strict=True))
+    ]
+    given += [(argument.format(which=k), case.kwargs[k], kwargs[k]) for k in case.kwargs]
     for where, before, after in given:
         if (
             isinstance(before, torch.Tensor)
@@ -205,7 +214,7 @@ def difference(
     match_dtype: bool = True,
     at_least_float32: bool = False,
     accept: Sequence[Any] = (),
-    what: str = "output",
+    what: str | None = None,
     inputs: tuple[str, torch.Tensor] | None = None,
 ) -> str | None:
     """None if ``got`` matches ``expected`` (elementwise, or any of the alternatives in ``accept``), else why not.
@@ -216,10 +225,12 @@ def difference(
     which are said to be too coarse instead of being reported as a list of rounding errors.
     ``inputs`` (name, tensor of the output's shape): the input each output element was computed from; the
     message quotes its value where the largest error is (a bucket is explained by its distance, not its index).
+    ``what`` names the output in the message (default: "output", in the language spoken).
     """
+    what = _("output") if what is None else what
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"expected a tuple of {len(expected)} values, got {_kind(got)}"
+            return _("expected a tuple of {n} values, got {kind}").format(n=len(expected), kind=_kind(got))
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             alts = [a[i] for a in accept]
             problem = difference(
@@ -252,7 +263,7 @@ def difference(
 
 def _kind(value: Any) -> str:
     if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
+        return _("a tensor of shape {shape}").format(shape=tuple(value.shape))
     return f"{type(value).__name__} {value!r}"[:200]
 
 
@@ -260,9 +271,11 @@ def _scalar_difference(
     expected: float, got: Any, *, atol: float | None, rtol: float | None, what: str
 ) -> str | None:
     if isinstance(got, torch.Tensor) and got.numel() == 1:
-        return f"{what}: expected a Python float, got a one-element tensor {got!r}; return tensor.item()"
+        return _(
+            "{what}: expected a Python float, got a one-element tensor {got}; return tensor.item()"
+        ).format(what=what, got=repr(got))
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return f"{what}: expected a Python float, got {_kind(got)}"
+        return _("{what}: expected a Python float, got {kind}").format(what=what, kind=_kind(got))
     a = 1e-6 if atol is None else atol
     r = 1e-5 if rtol is None else rtol
     err = abs(float(got) - expected)
@@ -271,7 +284,13 @@ def _scalar_difference(
     else:
         wrong = math.isnan(float(got)) or err > a + r * abs(expected)
     if wrong:
-        return f"{what}: expected {_fmt(expected)}, got {_fmt(float(got))} (|error| {_fmt(err)}, tolerance {_fmt(a + r * abs(expected))})"
+        return _("{what}: expected {expected}, got {got} (|error| {error}, tolerance {tolerance})").format(
+            what=what,
+            expected=_fmt(expected),
+            got=_fmt(float(got)),
+            error=_fmt(err),
+            tolerance=_fmt(a + r * abs(expected)),
+        )
     return None
 
 
@@ -288,29 +307,35 @@ def _tensor_difference(
     inputs: tuple[str, torch.Tensor] | None = None,
 ) -> str | None:
     if not isinstance(got, torch.Tensor):
-        return f"{what}: expected a torch.Tensor, got {_kind(got)}"
+        return _("{what}: expected a torch.Tensor, got {kind}").format(what=what, kind=_kind(got))
     if tuple(got.shape) != tuple(expected.shape):
-        return f"{what}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}"
-    if got.device != expected.device:
-        return (
-            f"{what}: expected a tensor on {expected.device} (the inputs' device), got one on {got.device}; "
-            f"create new tensors with device=<input>.device"
+        return _("{what}: expected shape {expected}, got shape {got}").format(
+            what=what, expected=tuple(expected.shape), got=tuple(got.shape)
         )
+    if got.device != expected.device:
+        return _(
+            "{what}: expected a tensor on {expected} (the inputs' device), got one on {got}; "
+            "create new tensors with device=<input>.device"
+        ).format(what=what, expected=expected.device, got=got.device)
     exact = not expected.is_floating_point()
     if exact and (got.is_floating_point() or got.is_complex()):
-        return f"{what}: expected integer values (dtype {expected.dtype}), got dtype {got.dtype}"
+        return _("{what}: expected integer values (dtype {expected}), got dtype {got}").format(
+            what=what, expected=expected.dtype, got=got.dtype
+        )
     if match_dtype and not exact and got.dtype != expected.dtype:
-        return (
-            f"{what}: expected dtype {expected.dtype} (the input's dtype), got {got.dtype}; "
-            f"compute in any precision you like but return .to(<input>.dtype)"
-        )
+        return _(
+            "{what}: expected dtype {expected} (the input's dtype), got {got}; "
+            "compute in any precision you like but return .to(<input>.dtype)"
+        ).format(what=what, expected=expected.dtype, got=got.dtype)
     if at_least_float32 and not exact and got.dtype in (torch.float16, torch.bfloat16):
-        return (
-            f"{what}: expected float32 (or float64) values, got {got.dtype}: half precision keeps only 2-3 "
-            f"significant digits, too few for this output; return float32"
-        )
+        return _(
+            "{what}: expected float32 (or float64) values, got {got}: half precision keeps only 2-3 "
+            "significant digits, too few for this output; return float32"
+        ).format(what=what, got=got.dtype)
     if got.is_complex():
-        return f"{what}: expected real values, got dtype {got.dtype}; take the real part or view_as_real"
+        return _("{what}: expected real values, got dtype {got}; take the real part or view_as_real").format(
+            what=what, got=got.dtype
+        )
     bad = _mismatch(expected, got, atol, rtol)
     for alt in accept:
         if isinstance(alt, torch.Tensor) and alt.shape == expected.shape:
@@ -330,12 +355,23 @@ def _tensor_difference(
     a, r = _tol(expected.dtype, atol, rtol)
     if inputs is not None and tuple(inputs[1].shape) == tuple(expected.shape):
         where = f"{where} ({inputs[0]} = {_fmt(inputs[1].reshape(-1)[flat].item())})"
-    return (
-        f"{what}: {n_bad} of {n} values differ (tolerance |got - expected| <= {_fmt(a)} + {_fmt(r)} * |expected|)\n"
-        f"    expected {_sample(e64)}\n"
-        f"    got      {_sample(g64)}\n"
-        f"    largest error {_fmt(float(err.reshape(-1)[flat]))} at index {where}: "
-        f"expected {_fmt(float(e64.reshape(-1)[flat]))}, got {_fmt(float(g64.reshape(-1)[flat]))}"
+    return _(
+        "{what}: {n_bad} of {n} values differ (tolerance |got - expected| <= {atol} + {rtol} * |expected|)\n"
+        "    expected {expected}\n"
+        "    got      {got}\n"
+        "    largest error {error} at index {where}: expected {expected_there}, got {got_there}"
+    ).format(
+        what=what,
+        n_bad=n_bad,
+        n=n,
+        atol=_fmt(a),
+        rtol=_fmt(r),
+        expected=_sample(e64),
+        got=_sample(g64),
+        error=_fmt(float(err.reshape(-1)[flat])),
+        where=where,
+        expected_there=_fmt(float(e64.reshape(-1)[flat])),
+        got_there=_fmt(float(g64.reshape(-1)[flat])),
     )
 
 
@@ -394,16 +430,19 @@ def first_difference(
             raise
         # the student's code raised: that is a failed case, reported with its arguments
         except Exception as err:
-            did = getattr(err, "reported_as", None) or f"raised {error_text(err)}{where_it_raised(err)}"
-            if (
-                did == "raised NotImplementedError"
-            ):  # a bare stub (the course's stubs say what to do themselves)
-                did += "\n  (the answer cell still holds the stub: replace its `raise NotImplementedError(...)` line with your code)"
+            did = getattr(err, "reported_as", None) or _("raised {error}").format(
+                error=error_text(err) + where_it_raised(err)
+            )
+            if _bare_stub(err):  # a bare stub (the course's stubs say what to do themselves)
+                did += "\n  " + _(
+                    "(the answer cell still holds the stub: replace its `raise NotImplementedError(...)` line with your code)"
+                )
             hint = error_hint(case, err) if error_hint is not None else None
             raise CheckFailed(
-                _header(name, case, i, len(cases), seed, what="fails")
-                + f"\n  your function {did}"
-                + (f"\n  hint: {hint}" if hint else "")
+                _header(name, case, i, len(cases), seed, what=_("fails"))
+                + "\n  "
+                + _("your function {did}").format(did=did)
+                + ("\n  " + _("hint: {hint}").format(hint=hint) if hint else "")
             ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
@@ -421,14 +460,18 @@ def first_difference(
             continue
         if problem is None:
             raise CheckFailed(
-                _header(name, case, i, len(cases), seed, what="changes its input in place")
-                + f"\n  the output is right, but the call changed {changed}. The caller "
-                f"still needs its tensors: work on new tensors (y = x * 2, x.clone()), not in-place operations "
-                f"(x *= 2, x[...] = ..., x.add_(...))"
+                _header(name, case, i, len(cases), seed, what=_("changes its input in place"))
+                + "\n  "
+                + _(
+                    "the output is right, but the call changed {changed}. The caller still needs its tensors: work "
+                    "on new tensors (y = x * 2, x.clone()), not in-place operations (x *= 2, x[...] = ..., x.add_(...))"
+                ).format(changed=changed)
             )
         message = _header(name, case, i, len(cases), seed) + "\n  " + problem
         if changed is not None:
-            message += f"\n  (your function also changed its input in place: {changed})"
+            message += "\n  " + _("(your function also changed its input in place: {changed})").format(
+                changed=changed
+            )
         hints = _explaining(mistakes or {}, case, expected, got)
         # a case can fit several mistakes (shuffled frequencies whose first comes out lowest): the later cases
         # on which the function is wrong too keep only the mistakes that fit them as well
@@ -445,7 +488,7 @@ def first_difference(
             if len(hints) == 1:
                 break
         if hints:
-            message += f"\n  hint: {hints[0]}"
+            message += "\n  " + _("hint: {hint}").format(hint=hints[0])
         raise CheckFailed(message)
 
 
@@ -471,10 +514,27 @@ def _header(
     total: int,
     seed: int | None,
     *,
-    what: str = "differs from the reference",
+    what: str | None = None,
 ) -> str:
-    drawn = f", cases drawn with seed {seed}" if seed is not None else ""
-    return f"{name} {what} on case {index + 1} of {total}{drawn}:\n  {describe_call(name, case)}"
+    """The first lines of a failure: ``{name} {what} on case {i} of {n}`` and the call; ``what`` defaults to
+    "differs from the reference"."""
+    what = _("differs from the reference") if what is None else what
+    drawn = _(", cases drawn with seed {seed}").format(seed=seed) if seed is not None else ""
+    return (
+        _("{name} {what} on case {number} of {total}{drawn}:").format(
+            name=name, what=what, number=index + 1, total=total, drawn=drawn
+        )
+        + "\n  "
+        + describe_call(name, case)
+    )
+
+
+def _bare_stub(err: BaseException) -> bool:
+    """Whether the student's function raised a bare ``NotImplementedError`` (an untouched stub), here or in the
+    child."""
+    if isinstance(err, StudentError):
+        return err.raised and str(err) == "NotImplementedError"
+    return error_text(err) == "NotImplementedError"
 
 
 class StudentError(Exception):
@@ -489,4 +549,4 @@ class StudentError(Exception):
     @property
     def reported_as(self) -> str:
         """What the student's function did, as it follows "your function " in a message."""
-        return f"raised {self}" if self.raised else str(self)
+        return _("raised {error}").format(error=self) if self.raised else str(self)

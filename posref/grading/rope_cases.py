@@ -10,6 +10,7 @@ import torch
 
 from posref.grading.cases import Draw
 from posref.grading.report import Case
+from posref.i18n import _
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -61,17 +62,25 @@ def _interleaved_with_tiled_angles(x, cos, sin, layout="interleaved"):
 
 def rope_mistakes() -> dict[str, Callable[..., torch.Tensor]]:
     return {
-        "wrong pairing layout: 'half' pairs dim i with dim i + r (r = cos.shape[-1]); 'interleaved' pairs dims "
-        "2i and 2i + 1": lambda x, c, s, layout="half": apply_rope(x, c, s, layout=other_layout(layout)),
-        "sin and cos are swapped": lambda x, c, s, layout="half": apply_rope(x, s, c, layout=layout),
-        "the rotation goes the wrong way: x_a' = x_a cos - x_b sin and x_b' = x_b cos + x_a sin": (
+        _(
+            "wrong pairing layout: 'half' pairs dim i with dim i + r (r = cos.shape[-1]); 'interleaved' pairs dims "
+            "2i and 2i + 1"
+        ): lambda x, c, s, layout="half": apply_rope(x, c, s, layout=other_layout(layout)),
+        _("sin and cos are swapped"): lambda x, c, s, layout="half": apply_rope(x, s, c, layout=layout),
+        _("the rotation goes the wrong way: x_a' = x_a cos - x_b sin and x_b' = x_b cos + x_a sin"): (
             lambda x, c, s, layout="half": apply_rope(x, c, -s, layout=layout)
         ),
-        "partial rotary: the 'half' layout pairs dim i with dim i + r where r = cos.shape[-1] (the number of "
-        "rotated pairs), not i + head_dim/2; dims from 2r on pass through unchanged": _half_over_full_width,
-        "the interleaved layout gives both dims of pair i the angle i: repeat_interleave cos/sin (c0, c0, c1, c1, "
-        "...), do not tile them (c0, c1, ..., c0, c1, ...)": _interleaved_with_tiled_angles,
-        "partial rotary: the dims after the first 2r (r = cos.shape[-1]) must be passed through unchanged": (
+        _(
+            "partial rotary: the 'half' layout pairs dim i with dim i + r where r = cos.shape[-1] (the number of "
+            "rotated pairs), not i + head_dim/2; dims from 2r on pass through unchanged"
+        ): _half_over_full_width,
+        _(
+            "the interleaved layout gives both dims of pair i the angle i: repeat_interleave cos/sin (c0, c0, c1, c1, "
+            "...), do not tile them (c0, c1, ..., c0, c1, ...)"
+        ): _interleaved_with_tiled_angles,
+        _(
+            "partial rotary: the dims after the first 2r (r = cos.shape[-1]) must be passed through unchanged"
+        ): (
             lambda x, c, s, layout="half": torch.cat(
                 (
                     apply_rope(x, c, s, layout=layout)[..., : 2 * c.shape[-1]],

@@ -31,8 +31,9 @@ from typing import Any
 
 from posref.grading import watch
 from posref.grading.report import CheckFailed
+from posref.i18n import N_, _
 
-REFERENCE = "posref's own implementation of what this cell grades"
+REFERENCE = N_("posref's own implementation of what this cell grades")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Rule:
     harness: tuple[str, ...] = ()
 
 
-_SDPA = (
+_SDPA = N_(
     "the exercise asks you to write attention from its formula, so a library's attention (torch's or posref's) "
     "is not an answer"
 )
@@ -138,7 +139,7 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-UNREADABLE = (
+UNREADABLE = N_(
     "cannot be read by the grader ({error} while parsing it: an expression nested too deeply for Python's parser, "
     "such as a sum of thousands of terms written out; build it with a loop or sum() instead)"
 )
@@ -172,7 +173,7 @@ def find_forbidden(checker: str, source: str, context: Iterable[str] = ()) -> st
     try:
         tree = _parse(source)
     except (RecursionError, MemoryError) as err:
-        return UNREADABLE.format(error=type(err).__name__)
+        return _(UNREADABLE).format(error=type(err).__name__)
     if tree is None:
         return None
     others = [t for t in map(_tree, context) if t is not None]
@@ -197,20 +198,30 @@ def find_forbidden(checker: str, source: str, context: Iterable[str] = ()) -> st
                     imported.pop(name, None)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in imported:
-            return f"uses {node.id} ({imported[node.id]}), which is {REFERENCE}"
+            return _("uses {name} ({where}), which is {reference}").format(
+                name=node.id, where=imported[node.id], reference=_(REFERENCE)
+            )
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name in rule.posref and _is_posref(node.module):
-                    return f"imports {alias.name} from {node.module}, which is {REFERENCE}"
+                    return _("imports {name} from {module}, which is {reference}").format(
+                        name=alias.name, module=node.module, reference=_(REFERENCE)
+                    )
                 if alias.name in rule.anywhere:
-                    return f"imports {alias.name} from {node.module}: {rule.anywhere[alias.name]}"
+                    return _("imports {name} from {module}: {reason}").format(
+                        name=alias.name, module=node.module, reason=_(rule.anywhere[alias.name])
+                    )
         elif isinstance(node, ast.Attribute):
             if node.attr in rule.anywhere:
-                return f"uses {ast.unparse(node)}: {rule.anywhere[node.attr]}"
+                return _("uses {name}: {reason}").format(
+                    name=ast.unparse(node), reason=_(rule.anywhere[node.attr])
+                )
             if node.attr in rule.posref and _root(node) in aliases:
-                return f"uses {ast.unparse(node)}, which is {REFERENCE}"
+                return _("uses {name}, which is {reference}").format(
+                    name=ast.unparse(node), reference=_(REFERENCE)
+                )
         elif isinstance(node, ast.Name) and node.id in rule.anywhere:
-            return f"uses {node.id}: {rule.anywhere[node.id]}"
+            return _("uses {name}: {reason}").format(name=node.id, reason=_(rule.anywhere[node.id]))
     return None
 
 
@@ -234,12 +245,15 @@ def binds(source: str, name: str) -> bool:
 
 
 def broken_rule_message(function: str, problem: str) -> str:
-    if problem.startswith("cannot be read"):  # UNREADABLE: the grader cannot tell what the cell defines
-        return f"{function} earns nothing here: the answer cell that defines it {problem}."
-    return (
-        f"{function} earns nothing here: its answer {problem}. The notebook's rules for answers list the calls an "
-        f"answer may not make; write the computation yourself."
-    )
+    unreadable = (_(UNREADABLE).format(error=kind.__name__) for kind in (RecursionError, MemoryError))
+    if problem in unreadable:  # the grader cannot tell what the cell defines
+        return _("{function} earns nothing here: the answer cell that defines it {problem}.").format(
+            function=function, problem=problem
+        )
+    return _(
+        "{function} earns nothing here: its answer {problem}. The notebook's rules for answers list the calls an "
+        "answer may not make; write the computation yourself."
+    ).format(function=function, problem=problem)
 
 
 def watch_target(checker: str) -> watch.Target | None:
@@ -254,14 +268,24 @@ def ran_problem(checker: str, ran: Sequence[str]) -> str:
     first, others = ran[0], [n for n in ran[1:] if n != watch.BLINDED]
     rule = RULES.get(checker, Rule(()))
     if first == watch.BLINDED or first.startswith(("sys.", "threading.")):
-        why = f"switched off {watch.BLINDED.removesuffix(' (switched off)')} ({first}), which no answer needs"
+        # watch.BLINDED names it "(switched off)"; the sentence says so itself
+        why = _("switched off the grader's watch of what runs ({first}), which no answer needs").format(
+            first=first
+        )
     else:
         torch_name = first.removeprefix("torch's ")
-        reason = rule.anywhere.get(torch_name, REFERENCE) if first.startswith("torch's ") else REFERENCE
-        sep = ": " if first.startswith("torch's ") and torch_name in rule.anywhere else ", which is "
-        why = f"ran {first} while it was checked{sep}{reason}"
-    more = f" (it also ran {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
-    return why + more
+        if first.startswith("torch's ") and torch_name in rule.anywhere:
+            why = _("ran {name} while it was checked: {reason}").format(
+                name=first, reason=_(rule.anywhere[torch_name])
+            )
+        else:
+            why = _("ran {name} while it was checked, which is {reference}").format(
+                name=first, reference=_(REFERENCE)
+            )
+    if not others:
+        return why
+    listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+    return why + _(" (it also ran {names})").format(names=listed)
 
 
 def _own_problem(checker: str, fn: Any) -> str | None:
@@ -273,12 +297,16 @@ def _own_problem(checker: str, fn: Any) -> str | None:
     if not (inspect.isfunction(fn) or inspect.isclass(fn)):  # e.g. the grader's RemoteFunction: its source is
         return None  # the answer cell's, which the grader reads itself
     if _is_posref(fn.__module__) and fn.__name__ in rule.posref:
-        return f"is {fn.__module__}.{fn.__name__}, which is {REFERENCE}"
+        return _("is {name}, which is {reference}").format(
+            name=f"{fn.__module__}.{fn.__name__}", reference=_(REFERENCE)
+        )
     for name in getattr(getattr(fn, "__code__", None), "co_names", ()):  # the globals it reads
         value = fn.__globals__.get(name)
         if (inspect.isfunction(value) or inspect.isclass(value)) and _is_posref(value.__module__):
             if value.__name__ in rule.posref:
-                return f"uses {name} ({value.__module__}.{value.__name__}), which is {REFERENCE}"
+                return _("uses {name} ({where}), which is {reference}").format(
+                    name=name, where=f"{value.__module__}.{value.__name__}", reference=_(REFERENCE)
+                )
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError):

@@ -32,6 +32,7 @@ import posref
 from posref.lab.checkpoints import CHECKPOINT_METHODS, checkpoint_info, load_checkpoint
 from posref.lab.tasks import DATA_DIR, load_char_corpus
 from posref.cli import main
+from posref import i18n
 
 corpus = load_char_corpus()
 models = {name: sum(p.numel() for p in load_checkpoint(name).parameters()) for name in CHECKPOINT_METHODS}
@@ -40,6 +41,7 @@ print(json.dumps({
     "posref": posref.__file__, "data": str(DATA_DIR), "prefix": sys.prefix,
     "train": corpus.train.numel(), "val": corpus.val.numel(), "vocab": len(corpus.vocab.chars),
     "models": models, "rope_steps": checkpoint_info("rope")["train"]["steps"],
+    "zh": [i18n.set_language(lang) or i18n._("your cell") for lang in ("zh-TW", "zh-CN")],
 }))
 """
 
@@ -126,6 +128,7 @@ def test_an_installed_wheel_finds_its_data_and_runs_a_notebook_from_another_fold
     assert (found["train"], found["val"], found["vocab"]) == (3_699_289, 699_351, 96)
     assert set(found["models"]) == {"learned", "sinusoidal", "alibi", "t5", "rope", "nope"}
     assert found["rope_steps"] == 2000
+    assert found["zh"] == ["你的儲存格", "你的单元格"], "the wheel leaves out posref/locale/*/posref.po"
 
     # the notebook as a student downloads it, alone in that folder, run by the fresh venv's kernel
     nb = nbformat.read(REPO / "solutions" / NOTEBOOK / f"{NOTEBOOK}.ipynb", as_version=4)

@@ -11,6 +11,7 @@ from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe, sinusoida
 from posref.grading.cases import Draw
 from posref.grading.report import Case, CheckFailed, error_text, first_difference, raised_a
 from posref.grading.rules import enforce_rules
+from posref.i18n import _
 
 
 def _pe_variant(
@@ -57,19 +58,21 @@ def _pe_mistakes(base_default: float = 10000.0) -> dict[str, Callable[..., torch
         return build
 
     return {
-        "the exponent 2i/dim was computed with integer division (//), which makes it 0: divide as floats": variant(
-            "intdiv"
-        ),
-        "pairs are numbered from 1: pair i = 0 (columns 0 and 1) must use exponent 0, i.e. frequency 1": variant(
-            "one_based"
-        ),
-        "the exponent uses the pair index i where it should use 2i (the even column index): base**(-2i/dim)": variant(
-            "column"
-        ),
-        "sin and cos are swapped: even columns hold sin, odd columns hold cos": variant(cos_first=True),
-        "wrong layout: all sines then all cosines (the 'half' layout); this table interleaves them: "
-        "column 2i is sin, column 2i+1 is cos of the same angle": variant(halves=True),
-        "position and pair index are swapped: the angle is position / base**(2i/dim)": variant(
+        _(
+            "the exponent 2i/dim was computed with integer division (//), which makes it 0: divide as floats"
+        ): variant("intdiv"),
+        _(
+            "pairs are numbered from 1: pair i = 0 (columns 0 and 1) must use exponent 0, i.e. frequency 1"
+        ): variant("one_based"),
+        _(
+            "the exponent uses the pair index i where it should use 2i (the even column index): base**(-2i/dim)"
+        ): variant("column"),
+        _("sin and cos are swapped: even columns hold sin, odd columns hold cos"): variant(cos_first=True),
+        _(
+            "wrong layout: all sines then all cosines (the 'half' layout); this table interleaves them: "
+            "column 2i is sin, column 2i+1 is cos of the same angle"
+        ): variant(halves=True),
+        _("position and pair index are swapped: the angle is position / base**(2i/dim)"): variant(
             swap_pos_and_i=True
         ),
     }
@@ -132,12 +135,18 @@ def check_shift_matrix(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
     for case in cases:
         case.atol, case.rtol = 1e-5 + 1e-6 * abs(case.args[0]), 0.0
     mistakes = {
-        "your matrix shifts the other way (it is M_{-k}, the transpose): check the sign of the sine entries; "
-        "row 2i is [cos kw, sin kw] so that sin(a + b) = sin a cos b + cos a sin b": _backwards_for_positive_k,
-        "for this negative k your matrix is M_{|k|}: either the sign of k is lost (abs(k)), or the sine "
-        "entries' sign is flipped (then a positive k fails too)": _backwards_for_negative_k,
-        "the 2x2 blocks must sit on the interleaved pairs (2i, 2i+1), the same columns as sin and cos in "
-        "sinusoidal_pe": lambda k, dim, base=10000.0: _halves_shift(k, dim, base),
+        _(
+            "your matrix shifts the other way (it is M_{-k}, the transpose): check the sign of the sine entries; "
+            "row 2i is [cos kw, sin kw] so that sin(a + b) = sin a cos b + cos a sin b"
+        ): _backwards_for_positive_k,
+        _(
+            "for this negative k your matrix is M_{|k|}: either the sign of k is lost (abs(k)), or the sine "
+            "entries' sign is flipped (then a positive k fails too)"
+        ): _backwards_for_negative_k,
+        _(
+            "the 2x2 blocks must sit on the interleaved pairs (2i, 2i+1), the same columns as sin and cos in "
+            "sinusoidal_pe"
+        ): lambda k, dim, base=10000.0: _halves_shift(k, dim, base),
     }
     first_difference(
         "shift_matrix",
@@ -205,7 +214,9 @@ def _learned_case(
     positions = draw.positions(t, max_start=0) + start
     if batched:  # each sequence of the batch at its own offset (packed or left-padded batches)
         positions = torch.stack([positions + (i % 2) * min(1, rows - start - t) for i in range(b)])
-    label = f"a table of {rows} rows, positions {start}..{int(positions.max())}"
+    label = _("a table of {rows} rows, positions {start}..{end}").format(
+        rows=rows, start=start, end=int(positions.max())
+    )
     return Case((weight, x, positions), label=label)
 
 
@@ -252,11 +263,13 @@ def check_learned_positions(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         return _learned_reference(torch.cat((weight[1:], weight[:1])), x, positions)
 
     mistakes = {
-        "look the rows up at the positions you are given (they need not start at 0), not at arange(T)": from_zero,
-        "add the position vectors to the token embeddings: the output is x + weight[positions]": lambda w, x, p: (
-            w[p].expand_as(x).clone()
-        ),
-        "row p holds position p: position 0 reads row 0, not row 1": one_based,
+        _(
+            "look the rows up at the positions you are given (they need not start at 0), not at arange(T)"
+        ): from_zero,
+        _(
+            "add the position vectors to the token embeddings: the output is x + weight[positions]"
+        ): lambda w, x, p: w[p].expand_as(x).clone(),
+        _("row p holds position p: position 0 reads row 0, not row 1"): one_based,
     }
     first_difference(
         "learned_positions", fn, _learned_reference, cases, mistakes=mistakes, seed=draw.quoted_seed
@@ -272,10 +285,17 @@ def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> 
         positions = torch.arange(p - 3, p, device=draw.device)
         positions[1] = bad
         weight, x = draw.randn(p, 4), draw.randn(1, 3, 4)
-        where = "one past the last row" if bad == p else "negative: weight[-k] would silently read row P - k"
-        head = (
-            f"learned_positions must refuse a position it has no row for: a table of {p} rows (positions "
-            f"0..{p - 1}) was asked for position {bad} ({where}), with positions {positions.tolist()}"
+        where = (
+            _("one past the last row")
+            if bad == p
+            else _("negative: weight[-k] would silently read row P - k")
+        )
+        head = _(
+            "learned_positions must refuse a position it has no row for: a table of {rows} rows (positions "
+            "0..{last}) was asked for position {bad} ({where}), with positions {positions}"
+        ).format(rows=p, last=p - 1, bad=bad, where=where, positions=positions.tolist())
+        example = (
+            f"'position {bad} is outside the table: it has rows for 0..{p - 1}'"  # an error's text: code
         )
         try:
             fn(weight, x, positions.clone())
@@ -285,18 +305,28 @@ def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> 
             text = getattr(err, "reported_as", None) or error_text(err)
             if not raised_a(err, IndexError):
                 raise CheckFailed(
-                    f"{head}\n  your error: {text[:300]}\n  raise an IndexError (the exercise asks for one: code "
-                    f"that reads a table catches IndexError for a position it has no row for), e.g. raise "
-                    f"IndexError('position {bad} is outside the table: it has rows for 0..{p - 1}')"
+                    head
+                    + "\n  "
+                    + _(
+                        "your error: {text}\n  raise an IndexError (the exercise asks for one: code that reads a "
+                        "table catches IndexError for a position it has no row for), e.g. raise IndexError({example})"
+                    ).format(text=text[:300], example=example)
                 ) from err
             if not (_names(text, bad) and (_names(text, p) or _names(text, p - 1))):
                 raise CheckFailed(
-                    f"{head}\n  your error says: {text[:300]}\n  say which position has no row and how many rows "
-                    f"there are (e.g. 'position {bad} is outside the table: it has rows for 0..{p - 1}'), so that "
-                    f"whoever meets it knows what to change"
+                    head
+                    + "\n  "
+                    + _(
+                        "your error says: {text}\n  say which position has no row and how many rows there are "
+                        "(e.g. {example}), so that whoever meets it knows what to change"
+                    ).format(text=text[:300], example=example)
                 ) from err
             continue
         raise CheckFailed(
-            f"{head}\n  your function returned a result instead of raising an error: check that every position is "
-            f"in 0..max_positions - 1 before looking rows up, and raise an IndexError otherwise"
+            head
+            + "\n  "
+            + _(
+                "your function returned a result instead of raising an error: check that every position is in "
+                "0..max_positions - 1 before looking rows up, and raise an IndexError otherwise"
+            )
         )

@@ -14,6 +14,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
+from posref.i18n import _
 
 
 def rotation(angles: torch.Tensor) -> torch.Tensor:
@@ -74,13 +75,19 @@ def _mistakes() -> dict[str, Callable[..., torch.Tensor]]:
         return rotation(positions.float() * step_angle(step).float()).to(step.dtype)
 
     return {
-        "a negative position turns back: R_{-p} = R_p^T = (step^T)^p, not R_{|p|}": absolute,
-        "your matrices turn the other way: step's angle is atan2(step[1, 0], step[0, 0]) (its first column is "
-        "(cos, sin)), and R_p = step^p is a rotation by p times that angle": transposed,
-        "R_0 must be the identity (position 0 does not turn): R_p = step^p, not step^(p + 1)": from_one,
-        "R_p is step multiplied by itself p times (a matrix power: R_{m+n} = R_m R_n), not p times step": scaled,
-        "the angles p * theta were formed in float32: at positions in the thousands they are off by 1e-3 radians "
-        "and more; work in step's dtype, float64": float32_angles,
+        _("a negative position turns back: R_{-p} = R_p^T = (step^T)^p, not R_{|p|}"): absolute,
+        _(
+            "your matrices turn the other way: step's angle is atan2(step[1, 0], step[0, 0]) (its first column is "
+            "(cos, sin)), and R_p = step^p is a rotation by p times that angle"
+        ): transposed,
+        _("R_0 must be the identity (position 0 does not turn): R_p = step^p, not step^(p + 1)"): from_one,
+        _(
+            "R_p is step multiplied by itself p times (a matrix power: R_{m+n} = R_m R_n), not p times step"
+        ): scaled,
+        _(
+            "the angles p * theta were formed in float32: at positions in the thousands they are off by 1e-3 radians "
+            "and more; work in step's dtype, float64"
+        ): float32_angles,
     }
 
 

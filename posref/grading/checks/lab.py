@@ -25,6 +25,7 @@ from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
 from posref.grading.report import Case, CheckFailed, call, default_tolerance, difference, first_difference
 from posref.grading.rules import enforce_rules, watch_rules
+from posref.i18n import _
 from posref.lab.evaluate import per_position_loss
 from posref.lab.model import TinyDecoder, build_model
 from posref.lab.positions import ALiBiPositions, NoPE, PositionHandler, RoPEPositions, handler_attention
@@ -73,8 +74,12 @@ def _draw_lm_case(
         ignored[-1, draw.int(0, t - 1)] = True
     targets = targets.masked_fill(ignored, IGNORE_INDEX)
     # the tolerance is float32's whatever the logits: the reference upcasts them first, and so must the answer
-    half = "" if dtype == torch.float32 else f", {str(dtype).removeprefix('torch.')} logits"
-    label = f"{int(ignored.sum())} targets ignored{half}"
+    half = (
+        ""
+        if dtype == torch.float32
+        else _(", {dtype} logits").format(dtype=str(dtype).removeprefix("torch."))
+    )
+    label = _("{n} targets ignored").format(n=int(ignored.sum())) + half
     return Case((logits, targets), label=label, atol=1e-5, rtol=1e-5)
 
 
@@ -98,10 +103,10 @@ def _half_precision_hint(fn: Callable[..., torch.Tensor], cases: list[Case]) -> 
         atol, rtol = (10 * tol for tol in default_tolerance(dtype))
         if difference(expected, got.double(), match_dtype=False, atol=atol, rtol=rtol) is not None:
             return None
-        return (
-            f"the logits are {name}, and your loss carries {name}'s rounding errors: upcast them first "
+        return _(
+            "the logits are {name}, and your loss carries {name}'s rounding errors: upcast them first "
             "(logits.float()) and compute log_softmax and the means in float32 or float64"
-        )
+        ).format(name=name)
     return None
 
 
@@ -145,11 +150,17 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         return _per_position_reference(logits, targets) / math.log(2)
 
     mistakes = {
-        "ignored targets (-100) were counted in the mean as a loss of 0: divide each position's sum by the "
-        "number of targets scored there, not by the batch size": ignored_as_zero,
-        "targets equal to -100 must not be scored at all (clamping them to 0 scores them as token 0)": ignored_scored,
-        "cross-entropy is -log softmax(logits)[target], not -logits[target]: take log_softmax first": no_log_softmax,
-        "report the loss in nats (natural log), not bits": bits,
+        _(
+            "ignored targets (-100) were counted in the mean as a loss of 0: divide each position's sum by the "
+            "number of targets scored there, not by the batch size"
+        ): ignored_as_zero,
+        _(
+            "targets equal to -100 must not be scored at all (clamping them to 0 scores them as token 0)"
+        ): ignored_scored,
+        _(
+            "cross-entropy is -log softmax(logits)[target], not -logits[target]: take log_softmax first"
+        ): no_log_softmax,
+        _("report the loss in nats (natural log), not bits"): bits,
     }
     try:
         first_difference(
@@ -163,10 +174,13 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
             seed=draw.quoted_seed,
         )
     except CheckFailed as failed:
-        hint = None if "hint:" in str(failed) else _half_precision_hint(fn, cases)
+        hinted = _("hint: {hint}").format(hint="") in str(failed)
+        hint = None if hinted else _half_precision_hint(fn, cases)
         if hint is None:
             raise
-        failed.args = (f"{failed}\n  hint: {hint}",)  # the same error, its traceback kept
+        failed.args = (
+            f"{failed}\n  " + _("hint: {hint}").format(hint=hint),
+        )  # the same error, its traceback kept
         raise
 
 
@@ -201,7 +215,9 @@ def _draw_attention_cases(draw: Draw, extra: Callable[[int], dict]) -> list[Case
             b, h, d, t, start, n_new = ((2, 2, 8, 6, 0, 6), (1, 3, 4, 9, 5, 3))[i]
         c = h * d
         x, w_qkv = draw.randn(b, t, c), draw.randn(3 * c, c, scale=c**-0.5)
-        label = f"{h} heads of dim {d}, positions {start}..{start + t - 1}, the last {n_new} as queries"
+        label = _("{heads} heads of dim {d}, positions {start}..{end}, the last {n_new} as queries").format(
+            heads=h, d=d, start=start, end=start + t - 1, n_new=n_new
+        )
         cases.append(Case((x, w_qkv, h, start, n_new), extra(d), label=label, atol=1e-4, rtol=1e-4))
     return cases
 
@@ -275,26 +291,26 @@ def check_rope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         return run
 
     mistakes = {
-        "rotate() must rotate q and k and embed() return x unchanged: rotating the token vectors rotates the "
-        "values as well, and the scores then depend on absolute positions": variant(
-            lambda d, b: _RotatedTokens(d, base=b)
-        ),
-        "rotate by the positions you are given (they start at the offset, and at a KV-cache step the queries sit "
-        "after the cached keys), not by arange(T)": variant(
-            lambda d, b: _RoPEAt(d, base=b, where=_from_zero)
-        ),
-        "rotate the keys too: rotate() returns (rotated q, rotated k)": variant(
+        _(
+            "rotate() must rotate q and k and embed() return x unchanged: rotating the token vectors rotates the "
+            "values as well, and the scores then depend on absolute positions"
+        ): variant(lambda d, b: _RotatedTokens(d, base=b)),
+        _(
+            "rotate by the positions you are given (they start at the offset, and at a KV-cache step the queries sit "
+            "after the cached keys), not by arange(T)"
+        ): variant(lambda d, b: _RoPEAt(d, base=b, where=_from_zero)),
+        _("rotate the keys too: rotate() returns (rotated q, rotated k)"): variant(
             lambda d, b: _RoPEAt(d, base=b, keys=False)
         ),
-        "the rotation goes the wrong way (angle -m*theta): the half layout is (a cos - b sin, b cos + a sin)": variant(
-            lambda d, b: _RoPEAt(d, base=b, backwards=True)
-        ),
-        "pairs are (dim i, dim i + D/2) in the half layout, not neighbours (2i, 2i + 1)": variant(
+        _(
+            "the rotation goes the wrong way (angle -m*theta): the half layout is (a cos - b sin, b cos + a sin)"
+        ): variant(lambda d, b: _RoPEAt(d, base=b, backwards=True)),
+        _("pairs are (dim i, dim i + D/2) in the half layout, not neighbours (2i, 2i + 1)"): variant(
             lambda d, b: RoPEPositions(d, base=b, layout="interleaved")
         ),
-        "pair i turns at theta_i = base**(-2i/D), D the head dim: the exponent is 2i/D (you used i/D)": variant(
-            lambda d, b: RoPEPositions(d, base=b**0.5)
-        ),
+        _(
+            "pair i turns at theta_i = base**(-2i/D), D the head dim: the exponent is 2i/D (you used i/D)"
+        ): variant(lambda d, b: RoPEPositions(d, base=b**0.5)),
     }
     first_difference("rope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
@@ -316,16 +332,20 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
         return run
 
     mistakes = {
-        "the bias is a penalty, -slope * |i - j|: far keys must get lower scores, not higher": variant(
+        _("the bias is a penalty, -slope * |i - j|: far keys must get lower scores, not higher"): variant(
             slopes=lambda s: -s
         ),
-        "the bias needs the positions it is given (at a KV-cache step the queries sit after the cached keys), "
-        "not arange(Tq) and arange(Tk)": variant(where=_from_zero),
-        "head h gets slope 2**(-8h/n) for h = 1..n, the steepest first: the slopes are in reverse order": variant(
-            slopes=lambda s: s.flip(0)
-        ),
-        "for a head count that is not a power of two, ALiBi takes the slopes of the largest power of two c < n, "
-        "then every other slope of 2c (notebook 03's rule), not 2**(-8h/n) for h = 1..n": variant(
+        _(
+            "the bias needs the positions it is given (at a KV-cache step the queries sit after the cached keys), "
+            "not arange(Tq) and arange(Tk)"
+        ): variant(where=_from_zero),
+        _(
+            "head h gets slope 2**(-8h/n) for h = 1..n, the steepest first: the slopes are in reverse order"
+        ): variant(slopes=lambda s: s.flip(0)),
+        _(
+            "for a head count that is not a power of two, ALiBi takes the slopes of the largest power of two c < n, "
+            "then every other slope of 2c (notebook 03's rule), not 2**(-8h/n) for h = 1..n"
+        ): variant(
             slopes=lambda s: (
                 2.0 ** (-8.0 * torch.arange(1, s.numel() + 1, dtype=s.dtype, device=s.device) / s.numel())
             )
@@ -354,7 +374,7 @@ def check_nope_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False,
         return _through(RoPEPositions(x.shape[-1] // n_heads, base=50.0), x, w_qkv, n_heads, start, n_new)
 
     mistakes = {
-        "NoPE rotates nothing: rotate() returns q and k as they are": rope_left_in,
+        _("NoPE rotates nothing: rotate() returns q and k as they are"): rope_left_in,
     }
     first_difference("nope_handler_attention", fn, reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
@@ -404,7 +424,9 @@ def check_drop(fn: Callable[..., tuple], *, hidden: bool = False, device=None) -
             v, h, c, layers, t = 11, 2, 8, 2, 7
         size = _weights(build_model(v, {"method": "rope"}, d_model=c, n_layers=layers, n_heads=h)).numel()
         idx = torch.randint(0, v, (draw.int(1, 3), t), generator=draw.tensor_generator).to(draw.device)
-        label = f"vocabulary {v}, d_model {c}, {layers} layers, {h} heads"
+        label = _("vocabulary {v}, d_model {c}, {layers} layers, {heads} heads").format(
+            v=v, c=c, layers=layers, heads=h
+        )
         cases.append(
             Case((draw.randn(size, scale=0.3), idx, v, c, layers, h), label=label, atol=1e-4, rtol=1e-4)
         )
@@ -427,13 +449,13 @@ def check_drop(fn: Callable[..., tuple], *, hidden: bool = False, device=None) -
         ).to(next(model.parameters()).device)
 
     mistakes = {
-        "drop() changed the model it was given: copy it first (copy.deepcopy), then swap the copy's handler": (
-            lambda *args: run_drop(in_place, *args)
-        ),
-        "the copy still rotates its queries and keys: give it your NoPE handler (model.positions = ...)": (
+        _(
+            "drop() changed the model it was given: copy it first (copy.deepcopy), then swap the copy's handler"
+        ): (lambda *args: run_drop(in_place, *args)),
+        _("the copy still rotates its queries and keys: give it your NoPE handler (model.positions = ...)"): (
             lambda *args: run_drop(copy.deepcopy, *args)
         ),
-        "DroPE keeps every trained weight: only the position handler changes, nothing is re-initialised": (
+        _("DroPE keeps every trained weight: only the position handler changes, nothing is re-initialised"): (
             lambda *args: run_drop(fresh, *args)
         ),
     }
@@ -475,11 +497,11 @@ def check_causal_mean(
         return n[:, None]
 
     mistakes = {
-        "the mask is missing: position t may only average tokens 0..t, not the whole sequence": lambda v: (
+        _("the mask is missing: position t may only average tokens 0..t, not the whole sequence"): lambda v: (
             v.mean(-2, keepdim=True).expand_as(v)
         ),
-        "a running SUM, not a mean: divide row t by the t + 1 tokens it sees": lambda v: v.cumsum(-2),
-        "row t averages t + 1 tokens (0..t): divide by t + 1, not t": lambda v: (
+        _("a running SUM, not a mean: divide row t by the t + 1 tokens it sees"): lambda v: v.cumsum(-2),
+        _("row t averages t + 1 tokens (0..t): divide by t + 1, not t"): lambda v: (
             v.cumsum(-2) / counts(v, -1).clamp(min=1)
         ),
     }

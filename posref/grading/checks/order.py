@@ -11,6 +11,7 @@ from posref.attention import equivariance_error, scaled_dot_product_attention
 from posref.grading.cases import Draw, Probe
 from posref.grading.report import Case, first_difference, raised_a
 from posref.grading.rules import enforce_rules
+from posref.i18n import N_, _
 
 
 @enforce_rules
@@ -50,15 +51,15 @@ def check_attention(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
         )
         cases.append(Case((q, k, v), {"causal": c["causal"]}))
     mistakes = {
-        "scores are not divided by sqrt(head_dim): use softmax(q k^T / sqrt(d)) v": lambda q, k, v, causal: (
-            scaled_dot_product_attention(q, k, v, causal=causal, scale=1.0)
-        ),
-        "softmax over the wrong axis: normalise over the keys (dim=-1), so each query's weights sum to 1": lambda q, k, v, causal: (
-            torch.softmax(_masked_scores(q, k, causal), dim=-2) @ v
-        ),
-        "the mask hides the past instead of the future: query i may see keys j <= i (torch.tril)": lambda q, k, v, causal: (
-            torch.softmax(_masked_scores(q, k, causal, upper=True), dim=-1) @ v
-        ),
+        _(
+            "scores are not divided by sqrt(head_dim): use softmax(q k^T / sqrt(d)) v"
+        ): lambda q, k, v, causal: scaled_dot_product_attention(q, k, v, causal=causal, scale=1.0),
+        _(
+            "softmax over the wrong axis: normalise over the keys (dim=-1), so each query's weights sum to 1"
+        ): lambda q, k, v, causal: torch.softmax(_masked_scores(q, k, causal), dim=-2) @ v,
+        _(
+            "the mask hides the past instead of the future: query i may see keys j <= i (torch.tril)"
+        ): lambda q, k, v, causal: torch.softmax(_masked_scores(q, k, causal, upper=True), dim=-1) @ v,
     }
     first_difference("attention", fn, _reference_attention, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
@@ -77,7 +78,7 @@ def _masked_scores(q, k, causal, *, upper=False):
     return scores
 
 
-_BATCH_HINT = (
+_BATCH_HINT = N_(
     "x may carry a batch dimension, (B, T, d): permute the positions, the next-to-last dim, with x[..., perm, :] "
     "(and f(x)[..., perm, :]), not x[perm], which indexes the first dim"
 )
@@ -106,21 +107,21 @@ def check_equivariance_error(fn: Callable[..., float], *, hidden: bool = False, 
             Case((probe, draw.randn(*lead, t, d, dtype=dtype), draw.permutation(t)), atol=1e-6, rtol=1e-6)
         )
     mistakes = {
-        "compare f(P x) with P f(x): you compared f(P x) with f(x) (the output was not permuted)": lambda f, x, perm: (
-            (f(x[..., perm, :]) - f(x)).abs().max().item()
-        ),
-        "return the largest absolute difference (max), not the mean": lambda f, x, perm: (
+        _(
+            "compare f(P x) with P f(x): you compared f(P x) with f(x) (the output was not permuted)"
+        ): lambda f, x, perm: (f(x[..., perm, :]) - f(x)).abs().max().item(),
+        _("return the largest absolute difference (max), not the mean"): lambda f, x, perm: (
             (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().mean().item()
         ),
-        "permute both sides with the same perm: P x means x[..., perm, :], not its inverse": lambda f, x, perm: (
-            (f(x[..., perm, :]) - f(x)[..., perm.argsort(), :]).abs().max().item()
-        ),
-        _BATCH_HINT: lambda f, x, perm: (f(x[perm]) - f(x)[perm]).abs().max().item(),
+        _(
+            "permute both sides with the same perm: P x means x[..., perm, :], not its inverse"
+        ): lambda f, x, perm: (f(x[..., perm, :]) - f(x)[..., perm.argsort(), :]).abs().max().item(),
+        _(_BATCH_HINT): lambda f, x, perm: (f(x[perm]) - f(x)[perm]).abs().max().item(),
     }
 
     def batch_indexed(case: Case, err: BaseException) -> str | None:
         """An IndexError on a batched case: most often x[perm], which indexes the batch dim."""
-        return _BATCH_HINT if case.args[1].ndim == 3 and raised_a(err, IndexError) else None
+        return _(_BATCH_HINT) if case.args[1].ndim == 3 and raised_a(err, IndexError) else None
 
     first_difference(
         "equivariance_error",

@@ -10,6 +10,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
+from posref.i18n import _
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes, t5_relative_position_bucket
 
 
@@ -23,14 +24,14 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
     counts = [8, 4, 12] if not hidden else powers + [3, 5, 6, 7] + [draw.int(9, 96) for _ in range(11)]
     cases = [Case((n,), atol=1e-7, rtol=1e-5) for n in counts]
     mistakes = {
-        "for a head count that is not a power of two, take the slopes of the largest power of two c < n and "
-        "then every other slope of 2c (the paper's rule), not 2**(-8h/n)": lambda n: torch.tensor(
-            [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64
-        ),
-        "heads are numbered from 1: the first slope is 2**(-8/n), not 1": lambda n: torch.tensor(
+        _(
+            "for a head count that is not a power of two, take the slopes of the largest power of two c < n and "
+            "then every other slope of 2c (the paper's rule), not 2**(-8h/n)"
+        ): lambda n: torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64),
+        _("heads are numbered from 1: the first slope is 2**(-8/n), not 1"): lambda n: torch.tensor(
             [2.0 ** (-8.0 * h / n) for h in range(n)], dtype=torch.float64
         ),
-        "slopes come largest first (head 1 has the steepest penalty)": lambda n: alibi_slopes(n).flip(0),
+        _("slopes come largest first (head 1 has the steepest penalty)"): lambda n: alibi_slopes(n).flip(0),
     }
     first_difference(
         "alibi_slopes",
@@ -68,13 +69,13 @@ def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
         slopes = alibi_slopes(h, device=draw.device, dtype=c["dtype"])
         cases.append(Case((slopes, q_pos, k_pos)))
     mistakes = {
-        "the bias must be a penalty: -slope * |i - j| is <= 0 and falls with distance": lambda s, q, k: (
+        _("the bias must be a penalty: -slope * |i - j| is <= 0 and falls with distance"): lambda s, q, k: (
             -alibi_bias(s, q, k)
         ),
-        "use the distance |i - j| (absolute value), not i - j": lambda s, q, k: (
+        _("use the distance |i - j| (absolute value), not i - j"): lambda s, q, k: (
             -s[:, None, None] * (q[:, None] - k[None, :]).to(s.dtype)
         ),
-        "use the distance |i - j| (absolute value), not j - i": lambda s, q, k: (
+        _("use the distance |i - j| (absolute value), not j - i"): lambda s, q, k: (
             -s[:, None, None] * (k[None, :] - q[:, None]).to(s.dtype)
         ),
     }
@@ -142,11 +143,15 @@ def check_t5_bucket(fn: Callable[..., torch.Tensor], *, hidden: bool = False, de
             kwargs.update(num_buckets=16, max_distance=64)
         cases.append(Case((rel,), kwargs))
     mistakes = {
-        "distances beyond max_distance must all fall in the last bucket of their side: clip the logarithmic "
-        "bucket to nb - 1, where nb = num_buckets // 2 when bidirectional (each direction has half the buckets) "
-        "and nb = num_buckets otherwise": _bucket_unclipped,
-        "relative_position is key_position - query_position: keys after the query (positive values) take the "
-        "upper half of the buckets": lambda rel, **kw: t5_relative_position_bucket(-rel, **kw),
+        _(
+            "distances beyond max_distance must all fall in the last bucket of their side: clip the logarithmic "
+            "bucket to nb - 1, where nb = num_buckets // 2 when bidirectional (each direction has half the buckets) "
+            "and nb = num_buckets otherwise"
+        ): _bucket_unclipped,
+        _(
+            "relative_position is key_position - query_position: keys after the query (positive values) take the "
+            "upper half of the buckets"
+        ): lambda rel, **kw: t5_relative_position_bucket(-rel, **kw),
     }
     first_difference(
         "t5_bucket",
@@ -214,7 +219,7 @@ def check_t5_learned_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = Fal
         if max_distance != 128:
             kwargs["max_distance"] = max_distance
         weight = draw.randn(num_buckets, h, dtype=dtype)
-        label = f"{num_buckets} buckets, {h} heads"
+        label = _("{num_buckets} buckets, {heads} heads").format(num_buckets=num_buckets, heads=h)
         cases.append(Case((weight, q_pos, k_pos), kwargs, label=label))
 
     def variant(rel_of, *, direction=None):
@@ -231,14 +236,16 @@ def check_t5_learned_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = Fal
         )
 
     mistakes = {
-        "relative_position is key - query (k_positions[None, :] - q_positions[:, None]), not query - key": variant(
-            lambda q, k: q[:, None] - k[None, :]
-        ),
-        "pass bidirectional on to your bucket function (a decoder's bias gives every later key bucket 0)": variant(
-            lambda q, k: k[None, :] - q[:, None], direction=True
-        ),
-        "use the positions you are given (at a KV-cache step the queries sit after the cached keys), not "
-        "arange(Tq) and arange(Tk)": variant(from_zero),
+        _(
+            "relative_position is key - query (k_positions[None, :] - q_positions[:, None]), not query - key"
+        ): variant(lambda q, k: q[:, None] - k[None, :]),
+        _(
+            "pass bidirectional on to your bucket function (a decoder's bias gives every later key bucket 0)"
+        ): variant(lambda q, k: k[None, :] - q[:, None], direction=True),
+        _(
+            "use the positions you are given (at a KV-cache step the queries sit after the cached keys), not "
+            "arange(Tq) and arange(Tk)"
+        ): variant(from_zero),
     }
 
     def float64_buckets(weight, q, k, bidirectional=True, max_distance=128):

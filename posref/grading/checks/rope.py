@@ -11,6 +11,7 @@ from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rope_cases import draw_cos_sin, rope_case, rope_mistakes
 from posref.grading.rules import enforce_rules
+from posref.i18n import _
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import default_inv_freq
 
@@ -106,14 +107,14 @@ def check_rope_cos_sin(
         max_angle = float(positions.max()) * float(inv_freq.float().max())
         cases.append(Case((positions, inv_freq), atol=1e-6 + 3e-7 * max_angle, rtol=0.0))
     mistakes = {
-        "return (cos, sin) in that order": lambda p, f: rope_cos_sin(p, f)[::-1],
-        "the angles were computed in float16/bfloat16 (integer positions times a half-precision inv_freq give a "
-        "half-precision product): form positions.float() * inv_freq.float()": lambda p, f: tuple(
-            t.float() for t in _low_precision_cos_sin(p, f)
-        ),
-        "return cos and sin in float32 (as posref.rope_cos_sin does), not in inv_freq's dtype": lambda p, f: (
-            tuple(t.to(f.dtype) for t in rope_cos_sin(p, f))
-        ),
+        _("return (cos, sin) in that order"): lambda p, f: rope_cos_sin(p, f)[::-1],
+        _(
+            "the angles were computed in float16/bfloat16 (integer positions times a half-precision inv_freq give a "
+            "half-precision product): form positions.float() * inv_freq.float()"
+        ): lambda p, f: tuple(t.float() for t in _low_precision_cos_sin(p, f)),
+        _(
+            "return cos and sin in float32 (as posref.rope_cos_sin does), not in inv_freq's dtype"
+        ): lambda p, f: tuple(t.to(f.dtype) for t in rope_cos_sin(p, f)),
     }
     first_difference(
         "rope_cos_sin",
@@ -161,13 +162,13 @@ def check_rope_scores(fn: Callable[..., torch.Tensor], *, hidden: bool = False, 
         return rq @ rk.transpose(-1, -2)
 
     mistakes = {
-        "only the keys were rotated: rotate the queries too (both by their own positions)": (
+        _("only the keys were rotated: rotate the queries too (both by their own positions)"): (
             lambda *a, **kw: scores(*a, **kw, rotate_q=False)
         ),
-        "only the queries were rotated: rotate the keys too (both by their own positions)": (
+        _("only the queries were rotated: rotate the keys too (both by their own positions)"): (
             lambda *a, **kw: scores(*a, **kw, rotate_k=False)
         ),
-        "return the raw dot products q_m . k_n, without dividing by sqrt(head_dim)": (
+        _("return the raw dot products q_m . k_n, without dividing by sqrt(head_dim)"): (
             lambda q, *a, **kw: scores(q, *a, **kw) / q.shape[-1] ** 0.5
         ),
     }

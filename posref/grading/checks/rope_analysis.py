@@ -10,6 +10,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
+from posref.i18n import _
 from posref.rope_analysis import p_rope_inv_freq, pair_norms, rope_scores_by_distance
 from posref.scaling import default_inv_freq
 
@@ -45,7 +46,9 @@ def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = F
             distances = torch.arange(0, 6, device=draw.device)
         # scores are sums of d terms of size |q||k|/d: scale the tolerance with the sum of |q_j k_j|
         atol = 1e-5 * float((q.abs() * k.abs()).sum(-1).max()) + 1e-6
-        cases.append(Case((q, k, inv_freq, distances), atol=atol, rtol=1e-5, label=f"head dim {d}"))
+        cases.append(
+            Case((q, k, inv_freq, distances), atol=atol, rtol=1e-5, label=_("head dim {d}").format(d=d))
+        )
 
     def interleaved(q, k, inv_freq, distances):
         return rope_scores_by_distance(q, k, inv_freq, distances, layout="interleaved")
@@ -70,12 +73,18 @@ def check_score_by_distance(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         return (a * angles.cos() - b * angles.sin()).sum(-1).to(q.dtype)
 
     mistakes = {
-        "wrong pairing layout: this exercise uses the half layout, pair i = dims (i, i + D/2)": interleaved,
-        "the sign of the sine term is flipped: s(d) = sum A_i cos(d w_i) - B_i sin(d w_i) with the query d positions "
-        "AFTER the key (B_i = q_b k_a - q_a k_b)": mirrored,
-        "the sine term is missing: the cross products B_i = q_b k_a - q_a k_b matter too": cos_only,
-        "the angles d * w_i were formed in float32: at distances of 10^4 and more they are off by whole radians; "
-        "convert distances and inv_freq to float64 first": float32_angles,
+        _(
+            "wrong pairing layout: this exercise uses the half layout, pair i = dims (i, i + D/2)"
+        ): interleaved,
+        _(
+            "the sign of the sine term is flipped: s(d) = sum A_i cos(d w_i) - B_i sin(d w_i) with the query d positions "
+            "AFTER the key (B_i = q_b k_a - q_a k_b)"
+        ): mirrored,
+        _("the sine term is missing: the cross products B_i = q_b k_a - q_a k_b matter too"): cos_only,
+        _(
+            "the angles d * w_i were formed in float32: at distances of 10^4 and more they are off by whole radians; "
+            "convert distances and inv_freq to float64 first"
+        ): float32_angles,
     }
     first_difference(
         "score_by_distance",
@@ -112,8 +121,10 @@ def check_pair_norms(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
         return pair_norms(x, layout=layout) ** 2
 
     mistakes = {
-        "wrong pairing layout: 'half' pairs dims (i, i + D/2), 'interleaved' pairs dims (2i, 2i + 1)": other_layout,
-        "these are squared lengths a^2 + b^2: take the square root": squared,
+        _(
+            "wrong pairing layout: 'half' pairs dims (i, i + D/2), 'interleaved' pairs dims (2i, 2i + 1)"
+        ): other_layout,
+        _("these are squared lengths a^2 + b^2: take the square root"): squared,
     }
     first_difference("pair_norms", fn, _pair_norms_reference, cases, mistakes=mistakes, seed=draw.quoted_seed)
 
@@ -148,7 +159,9 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
             inv_freq = torch.cat((inv_freq[inv_freq != inv_freq.max()], inv_freq.max()[None]))
         fraction = {"quarter": draw.choice((0.25, 0.5, 0.75)), "any": round(draw.uniform(0.01, 0.99), 3)}
         p = round((draw.int(1, r - 1) + 0.5) / r, 6) if c["p"] == "some" else fraction.get(c["p"], c["p"])
-        cases.append(Case((inv_freq, p), label=f"{inv_freq.shape[0]} frequencies, p = {p}"))
+        cases.append(
+            Case((inv_freq, p), label=_("{n} frequencies, p = {p}").format(n=inv_freq.shape[0], p=p))
+        )
 
     def keep_lowest(inv_freq, p):
         out = inv_freq.clone()
@@ -174,14 +187,16 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
         return p_rope_inv_freq(inv_freq, min(1.0, math.ceil(p * r) / r))
 
     mistakes = {
-        "the lowest frequencies were kept: p-RoPE keeps the HIGHEST (fastest) fraction p and zeroes the slowest": (
-            keep_lowest
-        ),
-        "the highest fraction p was zeroed: p is the fraction KEPT (the fastest, highest frequencies); the "
-        "slowest 1 - p are the ones set to 0": zero_highest,
-        "entries were chosen by index: rank them by value (inv_freq may not be sorted)": by_index,
-        "keep floor(p * r) frequencies, not round(p * r)": rounded,
-        "keep floor(p * r) frequencies (round down), not ceil(p * r)": ceiled,
+        _(
+            "the lowest frequencies were kept: p-RoPE keeps the HIGHEST (fastest) fraction p and zeroes the slowest"
+        ): (keep_lowest),
+        _(
+            "the highest fraction p was zeroed: p is the fraction KEPT (the fastest, highest frequencies); the "
+            "slowest 1 - p are the ones set to 0"
+        ): zero_highest,
+        _("entries were chosen by index: rank them by value (inv_freq may not be sorted)"): by_index,
+        _("keep floor(p * r) frequencies, not round(p * r)"): rounded,
+        _("keep floor(p * r) frequencies (round down), not ceil(p * r)"): ceiled,
     }
 
     # floor of p * r as computed in floating point: one fewer where it falls short

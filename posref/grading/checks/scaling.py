@@ -17,6 +17,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
+from posref.i18n import N_, _
 from posref.longrope_search import mutate_factors, project_factors
 from posref.scaling import (
     ORIGINAL_LEN_KEY,
@@ -88,9 +89,6 @@ def _yarn_default_betas(d, b, p, ramp, seq_len=None):
     return _reference("yarn", d, b, {**p, "ramp": ramp})
 
 
-_READ_BETAS = 'read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
-
-
 def _ntk_at(alpha_of: Callable[[float, int, int | None], float]):
     """NTK-aware frequencies with ``alpha = alpha_of(factor, L, seq_len)``: Dynamic NTK's wrong rules."""
 
@@ -135,59 +133,77 @@ def _llama3_blend_inverted(d, b, p, seq_len=None):
 # checker names when a student makes them
 FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
     "linear": {
-        "position interpolation squeezes positions m -> m / factor, so frequencies are divided by the "
-        "factor, not multiplied": lambda d, b, p, seq_len=None: (default_inv_freq(d, b) * p["factor"], 1.0),
+        N_(
+            "position interpolation squeezes positions m -> m / factor, so frequencies are divided by the "
+            "factor, not multiplied"
+        ): lambda d, b, p, seq_len=None: (default_inv_freq(d, b) * p["factor"], 1.0),
     },
     "ntk": {
-        "NTK-aware scaling changes the base to base * factor**(d/(d-2)), not base * factor": (
+        N_("NTK-aware scaling changes the base to base * factor**(d/(d-2)), not base * factor"): (
             lambda d, b, p, seq_len=None: (default_inv_freq(d, b * p["factor"]), 1.0)
         ),
-        "NTK-aware scaling changes the base, it does not divide every frequency by the factor": (
+        N_("NTK-aware scaling changes the base, it does not divide every frequency by the factor"): (
             lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
         ),
     },
     "yarn": {
-        "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin": (
-            lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)
-        ),
-        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
-        f"give: {_READ_BETAS}": partial(_yarn_default_betas, ramp="ratio"),
-        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
-        f"give with the library's ramp: {_READ_BETAS}": partial(_yarn_default_betas, ramp="index"),
-        "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept (theta), pairs "
-        "that turn fewer than beta_slow times are divided by the factor (theta / s)": (
-            _by_parts_weighted(lambda w: 1 - w, yarn_mscale)
-        ),
+        N_(
+            "YaRN also returns an attention factor (temperature) 0.1 * ln(factor) + 1, which multiplies cos and sin"
+        ): (lambda d, b, p, seq_len=None: (_reference("yarn", d, b, p)[0], 1.0)),
+        N_(
+            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+            'give: read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
+        ): partial(_yarn_default_betas, ramp="ratio"),
+        N_(
+            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+            'give with the library\'s ramp: read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
+        ): partial(_yarn_default_betas, ramp="index"),
+        N_(
+            "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept (theta), pairs "
+            "that turn fewer than beta_slow times are divided by the factor (theta / s)"
+        ): (_by_parts_weighted(lambda w: 1 - w, yarn_mscale)),
     },
     "dynamic": {
-        "up to the training length L Dynamic NTK is plain RoPE: the length it reads is n = max(seq_len, L) "
-        "(and L when seq_len is None)": _ntk_at(lambda s, L, t: s * t / L - (s - 1) if t else 1.0),
-        "Dynamic NTK grows its alpha with the length (factor * n / L - (factor - 1), n = max(seq_len, L)); "
-        "a fixed alpha = factor is static NTK-aware": _ntk_at(lambda s, L, t: s),
-        "this checker follows the transformers library's rule alpha = factor * n / L - (factor - 1); "
-        "max(1, n / L) is the paper's": _ntk_at(lambda s, L, t: max(1.0, max(t or L, L) / L)),
+        N_(
+            "up to the training length L Dynamic NTK is plain RoPE: the length it reads is n = max(seq_len, L) "
+            "(and L when seq_len is None)"
+        ): _ntk_at(lambda s, L, t: s * t / L - (s - 1) if t else 1.0),
+        N_(
+            "Dynamic NTK grows its alpha with the length (factor * n / L - (factor - 1), n = max(seq_len, L)); "
+            "a fixed alpha = factor is static NTK-aware"
+        ): _ntk_at(lambda s, L, t: s),
+        N_(
+            "this checker follows the transformers library's rule alpha = factor * n / L - (factor - 1); "
+            "max(1, n / L) is the paper's"
+        ): _ntk_at(lambda s, L, t: max(1.0, max(t or L, L) / L)),
     },
     "ntk_by_parts": {
-        "NTK-by-parts has no temperature: its attention factor is 1 (0.1 ln s + 1 is what YaRN adds)": (
+        N_("NTK-by-parts has no temperature: its attention factor is 1 (0.1 ln s + 1 is what YaRN adds)"): (
             _by_parts_weighted(lambda w: w, yarn_mscale)
         ),
-        "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept, pairs that "
-        "turn fewer than beta_slow times are divided by the factor": _by_parts_weighted(lambda w: 1 - w),
-        "NTK-by-parts ramps linearly in the turns r_i = L theta_i / (2 pi) a pair makes within L (the paper's "
-        "formula); a ramp linear in the pair index is the transformers library's YaRN ramp, not NTK-by-parts": (
-            _by_parts_weighted(lambda w: w, ramp=yarn_index_ramp)
-        ),
-        "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
-        f"give: {_READ_BETAS}": _by_parts_weighted(lambda w: w, read_betas=False),
+        N_(
+            "the ramp runs the wrong way: pairs that turn more than beta_fast times within L are kept, pairs that "
+            "turn fewer than beta_slow times are divided by the factor"
+        ): _by_parts_weighted(lambda w: 1 - w),
+        N_(
+            "NTK-by-parts ramps linearly in the turns r_i = L theta_i / (2 pi) a pair makes within L (the paper's "
+            "formula); a ramp linear in the pair index is the transformers library's YaRN ramp, not NTK-by-parts"
+        ): (_by_parts_weighted(lambda w: w, ramp=yarn_index_ramp)),
+        N_(
+            "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
+            'give: read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
+        ): _by_parts_weighted(lambda w: w, read_betas=False),
     },
     "llama3": {
-        "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
-        "(lambda > L / low_freq_factor) by the factor, blending in between": (
-            lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)
-        ),
-        "that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq": _plain,
-        "the blend runs the wrong way: between the bands theta' = (1 - smooth) theta / s + smooth theta, so that a "
-        "pair near the short band (smooth near 1) is nearly kept": _llama3_blend_inverted,
+        N_(
+            "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
+            "(lambda > L / low_freq_factor) by the factor, blending in between"
+        ): (lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)),
+        N_("that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq"): _plain,
+        N_(
+            "the blend runs the wrong way: between the bands theta' = (1 - smooth) theta / s + smooth theta, so that a "
+            "pair near the short band (smooth near 1) is nearly kept"
+        ): _llama3_blend_inverted,
     },
 }
 
@@ -226,7 +242,7 @@ def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, dev
         fn,
         partial(_reference, rope_type),
         cases,
-        mistakes=FREQUENCY_MISTAKES[rope_type],
+        mistakes={_(hint): wrong for hint, wrong in FREQUENCY_MISTAKES[rope_type].items()},
         match_dtype=False,
         accept=_other_correct(rope_type),
         seed=draw.quoted_seed,
@@ -305,17 +321,19 @@ def check_longrope_mutation(fn: Callable, *, hidden: bool = False, device=None) 
         return run
 
     mistakes = {
-        "a mutation multiplies a factor by exp(noise) (a log-normal step), it does not add the noise": step(
-            lambda p, w, z: torch.where(w, p + z, p)
-        ),
-        "only the factors where `which` is True change; the others are kept": step(
+        _(
+            "a mutation multiplies a factor by exp(noise) (a log-normal step), it does not add the noise"
+        ): step(lambda p, w, z: torch.where(w, p + z, p)),
+        _("only the factors where `which` is True change; the others are kept"): step(
             lambda p, w, z: p * z.exp()
         ),
-        "after the step, clamp the factors to [low, high]: the search keeps every candidate inside its bounds": step(
-            lambda p, w, z: torch.where(w, p * z.exp(), p), clamp=False
-        ),
-        "when monotone is True, make the factors non-decreasing with a running maximum (torch.cummax), after "
-        "the clamp": step(lambda p, w, z: torch.where(w, p * z.exp(), p), monotone_ok=False),
+        _(
+            "after the step, clamp the factors to [low, high]: the search keeps every candidate inside its bounds"
+        ): step(lambda p, w, z: torch.where(w, p * z.exp(), p), clamp=False),
+        _(
+            "when monotone is True, make the factors non-decreasing with a running maximum (torch.cummax), after "
+            "the clamp"
+        ): step(lambda p, w, z: torch.where(w, p * z.exp(), p), monotone_ok=False),
     }
     first_difference(
         "longrope_mutation",

@@ -1,0 +1,99 @@
+"""What posref says to a student, in the student's language: English (the source), zh-TW or zh-CN.
+
+A message is written in English where it is said, wrapped in ``_``: ``_("expected shape {shape}").format(shape=s)``
+(never an f-string inside ``_``: the English text is the key a translation is found by, so it must be the same
+text every time). A message kept in a module-level constant is marked with ``N_`` (which returns it unchanged) and
+passed through ``_`` where it is shown, so that it is said in the language of that moment, not of the import.
+
+The translations are gettext catalogs shipped inside the package, ``posref/locale/zh_TW/posref.po`` and
+``posref/locale/zh_CN/posref.po``, read with polib when a language first needs them. The ``.po`` files are the one
+source: there is no compiled ``.mo`` to keep in step, and an editable install reads what a translator just saved.
+Only translated entries count: an untranslated or fuzzy one says the English text (the tests forbid both).
+
+The language, first that applies:
+* ``set_language("zh-TW")``: the score of record sets the language of the edition a student handed in;
+* the environment variable ``POSREF_LANG`` (``zh-TW``), read at each message, so that a kernel started with it
+  speaks its edition's language (an unknown value warns once and stays English);
+* English.
+A language is written ``zh-TW`` or ``zh_TW``, in any case.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import cache
+from pathlib import Path
+
+LANGUAGES = ("en", "zh-TW", "zh-CN")
+ENV = "POSREF_LANG"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+DOMAIN = "posref"
+
+_chosen: str | None = None
+_warned: set[str] = set()
+
+
+def _known(lang: str) -> str | None:
+    """The canonical spelling in ``LANGUAGES`` of ``lang`` (``zh_tw`` -> ``zh-TW``), or None for another language."""
+    wanted = lang.strip().replace("_", "-").lower()
+    return next((known for known in LANGUAGES if known.lower() == wanted), None)
+
+
+def set_language(lang: str | None) -> None:
+    """Speak ``lang`` (one of ``LANGUAGES``) from now on; ``None`` goes back to ``POSREF_LANG`` or English.
+
+    Raises ValueError for a language posref has no catalog for, naming the ones it has."""
+    global _chosen
+    if lang is None:
+        _chosen = None
+        return
+    known = _known(lang) if isinstance(lang, str) else None
+    if known is None:
+        raise ValueError(f"posref speaks no language {lang!r}: expected one of {', '.join(LANGUAGES)}")
+    _chosen = known
+
+
+def get_language() -> str:
+    """The language posref speaks now: ``set_language``'s, else ``POSREF_LANG``'s, else ``"en"``."""
+    if _chosen is not None:
+        return _chosen
+    value = os.environ.get(ENV, "").strip()
+    if not value:
+        return "en"
+    known = _known(value)
+    if known is None:
+        if value not in _warned:
+            _warned.add(value)
+            warnings.warn(
+                f"{ENV}={value!r} is not a language posref speaks (expected one of {', '.join(LANGUAGES)}); "
+                "posref speaks English",
+                stacklevel=2,
+            )
+        return "en"
+    return known
+
+
+def catalog_path(lang: str) -> Path:
+    """``posref/locale/zh_TW/posref.po`` for ``zh-TW``."""
+    return LOCALE_DIR / lang.replace("-", "_") / f"{DOMAIN}.po"
+
+
+@cache
+def translations(lang: str) -> dict[str, str]:
+    """msgid -> msgstr of the translated entries of ``lang``'s catalog (empty for English)."""
+    if lang == "en":
+        return {}
+    import polib  # only when a language other than English is spoken
+
+    return {entry.msgid: entry.msgstr for entry in polib.pofile(str(catalog_path(lang))).translated_entries()}
+
+
+def _(message: str) -> str:
+    """``message`` (English) in the language spoken now; itself where it has no translation."""
+    return translations(get_language()).get(message, message)
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalogs without translating it now (a constant, translated where it is shown)."""
+    return message

@@ -1,0 +1,105 @@
+"""posref.i18n: which language posref speaks (set_language, then POSREF_LANG, then English) and what ``_`` returns
+in it: the catalog's translation, or the English text where the catalog has none that counts (untranslated, fuzzy).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polib
+import pytest
+
+from posref import i18n
+
+HINT = "hint: {hint}"  # a message of report.py, translated in both catalogs
+
+
+@pytest.fixture(autouse=True)
+def english(monkeypatch: pytest.MonkeyPatch):
+    """Each test starts in English with no POSREF_LANG, and leaves posref in English."""
+    monkeypatch.delenv(i18n.ENV, raising=False)
+    i18n.set_language(None)
+    yield
+    i18n.set_language(None)
+
+
+@pytest.mark.parametrize(
+    "spelling, language",
+    [
+        ("zh-TW", "zh-TW"),
+        ("zh_TW", "zh-TW"),
+        ("ZH-tw", "zh-TW"),
+        ("zh-CN", "zh-CN"),
+        ("zh_cn", "zh-CN"),
+        ("en", "en"),
+    ],
+)
+def test_set_language_takes_the_tag_or_the_locale_spelling(spelling, language):
+    i18n.set_language(spelling)
+    assert i18n.get_language() == language
+
+
+@pytest.mark.parametrize("wrong", ["fr", "zh", "zh-HK", "", 7])
+def test_an_unknown_language_is_refused_naming_the_known_ones(wrong):
+    with pytest.raises(ValueError, match=r"expected one of en, zh-TW, zh-CN") as err:
+        i18n.set_language(wrong)
+    assert repr(wrong) in str(err.value)
+    assert i18n.get_language() == "en"
+
+
+def test_posref_lang_chooses_the_language_at_each_message(monkeypatch):
+    assert i18n._(HINT) == HINT
+    monkeypatch.setenv(i18n.ENV, "zh-TW")
+    assert i18n.get_language() == "zh-TW"
+    assert i18n._(HINT) == "提示：{hint}"
+    monkeypatch.setenv(i18n.ENV, "zh_CN")
+    assert i18n._(HINT) == "提示：{hint}"  # the same characters in both scripts
+    assert i18n._("your cell") == "你的单元格"
+    monkeypatch.setenv(i18n.ENV, "")
+    assert i18n.get_language() == "en"
+
+
+def test_set_language_wins_over_posref_lang_until_reset(monkeypatch):
+    monkeypatch.setenv(i18n.ENV, "zh-TW")
+    i18n.set_language("en")
+    assert i18n._("your cell") == "your cell"
+    i18n.set_language(None)
+    assert i18n._("your cell") == "你的儲存格"
+
+
+def test_an_unknown_posref_lang_warns_once_and_speaks_english(monkeypatch):
+    monkeypatch.setenv(i18n.ENV, "klingon-1")
+    with pytest.warns(UserWarning, match=r"POSREF_LANG='klingon-1' is not a language posref speaks.*zh-TW"):
+        assert i18n.get_language() == "en"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert i18n._("your cell") == "your cell"  # no second warning
+
+
+def test_a_message_without_a_translation_stays_english():
+    i18n.set_language("zh-TW")
+    assert i18n._("a sentence no catalog holds") == "a sentence no catalog holds"
+
+
+def test_only_translated_entries_count(tmp_path, monkeypatch):
+    """A fuzzy entry (its English changed since it was translated) says the English text, as gettext does."""
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="kept", msgstr="保留"))
+    po.append(polib.POEntry(msgid="changed", msgstr="舊的翻譯", flags=["fuzzy"]))
+    po.append(polib.POEntry(msgid="new", msgstr=""))
+    (tmp_path / "zh_TW").mkdir()
+    po.save(str(tmp_path / "zh_TW" / "posref.po"))
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    i18n.translations.cache_clear()
+    try:
+        i18n.set_language("zh-TW")
+        assert [i18n._(m) for m in ("kept", "changed", "new")] == ["保留", "changed", "new"]
+    finally:
+        i18n.translations.cache_clear()
+
+
+def test_catalogs_ship_inside_the_package():
+    for language in i18n.LANGUAGES[1:]:
+        path = i18n.catalog_path(language)
+        assert path.is_file() and path.parent.parent == i18n.LOCALE_DIR
+        assert path.parts[-3:] == ("locale", language.replace("-", "_"), "posref.po")
