@@ -69,6 +69,7 @@ MAINLAND = [
     ("接住", "捕获"),
     ("以种子 {seed} 抽出", "用随机种子 {seed} 抽取"),
     ("套用", "应用"),
+    ("在词汇上", "在词表上"),
     ("预设", "默认"),
     ("是 头的", "是头的"),
     ("个头 的", "个头的"),
@@ -93,7 +94,8 @@ def mainland(text: str) -> str:
         text = text.replace(taiwan, mainland_term)
     for word in CAPITALISED:  # a word of its own, not a name in code (key_position, 'key', .key)
         text = re.sub(rf"(?<![\w.'\"]){word}(?![\w'\"(])", word.capitalize(), text)
-    return text
+    # an attention head is 头 (glossary), with no space left beside it (head_dim and 'head' stay)
+    return re.sub(r" ?(?<![\w.'\"])head(?![\w'\"(]) ?", "头", text)
 
 
 def extract(root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> dict[str, list[tuple[str, int]]]:

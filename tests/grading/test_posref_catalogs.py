@@ -248,3 +248,54 @@ def test_a_broken_rule_is_said_in_the_students_language():
         "attention 在這裡得不到分數：它的答案從 posref 匯入了 scaled_dot_product_attention"
     )
     assert "posref 自己對這個儲存格所評分內容的實作" in problem["zh-TW"]
+
+
+def test_a_speed_verdict_speaks_the_students_language():
+    """The too-slow verdict with its advice, from a measurement that says 40x (no clock involved)."""
+    from posref.grading.speed.budgets import Budget
+    from posref.grading.speed.rope import APPLY_ROPE_SPEED
+    from posref.grading.speed.timing import Timing, within_budget
+
+    def measure(**_kw):
+        return Timing(40.0, [40.0, 39.0, 41.0]), torch.device("cpu")
+
+    budget = Budget(max_ratio=27.0, measured="a test", shape=(1, 8, 256, 64))
+    verdicts = {}
+    for language in ("en", "zh-TW", "zh-CN"):
+        i18n.set_language(language)
+        try:
+            with pytest.raises(CheckFailed) as failed:
+                within_budget("apply_rope", measure, budget, torch.device("cpu"), inputs=APPLY_ROPE_SPEED.inputs,
+                              advice=APPLY_ROPE_SPEED.advice, reference=None)  # fmt: skip
+        finally:
+            i18n.set_language(None)
+        verdicts[language] = str(failed.value)
+    assert verdicts["en"] == (
+        "apply_rope is too slow: 40.0x the reference's time (budget 27x on cpu; median of 3 rounds on cpu, x of shape "
+        "(1, 8, 256, 64) float32). Rotate all positions at once with elementwise products (x * cos + rotate(x) * "
+        "sin): no Python loop over positions and no (D, D) rotation matrix per position."
+    )
+    assert verdicts["zh-TW"].startswith(
+        "apply_rope 太慢了：花了參考實作 40.0 倍的時間（cpu 上的速度預算是 27 倍"
+    )
+    assert verdicts["zh-TW"].endswith(
+        "用逐元素乘積一次旋轉所有位置（x * cos + rotate(x) * sin）：不要用 Python 迴圈跑過位置，也不要每個位置各用一個 (D, D) 的旋轉矩陣。"
+    )
+    assert verdicts["zh-CN"].startswith(
+        "apply_rope 太慢了：花了参考实现 40.0 倍的时间（cpu 上的速度预算是 27 倍"
+    )
+    assert "不要用 Python 循环跑过位置" in verdicts["zh-CN"]
+
+
+def test_a_speed_check_of_a_wrong_function_says_not_timed_in_the_students_language():
+    i18n.set_language("zh-TW")
+    try:
+        with pytest.raises(CheckFailed) as failed:
+            grading.check_apply_rope_speed(s.apply_rope_sin_cos_swapped)
+    finally:
+        i18n.set_language(None)
+    text = str(failed.value)
+    assert text.startswith(
+        "沒有計時：apply_rope 沒通過隱藏案例的正確性檢查（速度分數只給正確的函式）：\napply_rope 與參考實作不同"
+    ), text
+    assert "提示：sin 和 cos 對調了" in text

@@ -22,6 +22,7 @@ from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck, speed_check
 from posref.grading.speed.timing import Chain, Round
+from posref.i18n import N_, _
 
 CPU = torch.device("cpu")
 
@@ -63,12 +64,14 @@ SINUSOIDAL_PE = SpeedCheck(
     step=_sinusoidal_pe64,
     chain=sinusoidal_pe_chain,
     atol=_table_atol,
-    chained="base moved by the previous table's mean",
+    chained=N_("base moved by the previous table's mean"),
     budget=budgets.sinusoidal_pe_budget,
-    inputs="the table (n_positions, dim)",
-    advice="Form every angle at once: the positions as a column (arange(n)[:, None]) times the dim/2 frequencies "
-    "as a row, then sin and cos of that (P, dim/2) matrix into the even and odd columns: no Python loop over "
-    "positions or pairs, and no math.sin on single numbers.",
+    inputs=N_("the table (n_positions, dim)"),
+    advice=N_(
+        "Form every angle at once: the positions as a column (arange(n)[:, None]) times the dim/2 frequencies "
+        "as a row, then sin and cos of that (P, dim/2) matrix into the even and odd columns: no Python loop over "
+        "positions or pairs, and no math.sin on single numbers."
+    ),
 )
 
 
@@ -81,9 +84,11 @@ def _float32_table(fn: Callable[..., torch.Tensor]) -> None:
         return
     if type(out) is torch.Tensor and (out.dtype != torch.float32 or out.device != CPU):
         raise CheckFailed(
-            f"sinusoidal_pe's speed is timed on the float32 table on the CPU, as the exercise asks for it; yours "
-            f"returned {out.dtype} on {out.device}. Build the angles in float32 (dtype=torch.float32), or add "
-            f".float() at the end."
+            _(
+                "sinusoidal_pe's speed is timed on the float32 table on the CPU, as the exercise asks for it; yours "
+                "returned {dtype} on {device}. Build the angles in float32 (dtype=torch.float32), or add .float() "
+                "at the end."
+            ).format(dtype=out.dtype, device=out.device)
         )
 
 

@@ -24,6 +24,7 @@ from posref.grading.cases import Draw, resolve_device
 from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.speed.budgets import Budget
 from posref.grading.speed.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
+from posref.i18n import _
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class SpeedCheck:
         if self.cases is not None:
             return self.cases(draw, shape)
         out = []
-        for _ in range(2):
+        for _i in range(2):
             chain = self.chain(draw, shape)
             start = chain.start if isinstance(chain.start, tuple) else (chain.start,)
             args = (*start, *chain.args) if chain.into is None else chain.args
@@ -115,8 +116,10 @@ class SpeedCheck:
             checker(fn, hidden=True, device=device)
         except CheckFailed as failure:
             raise CheckFailed(
-                f"not timed: {self.name} fails its correctness check on the hidden cases (a speed point is for a "
-                f"correct function):\n{failure}"
+                _(
+                    "not timed: {name} fails its correctness check on the hidden cases (a speed point is for a "
+                    "correct function):\n{failure}"
+                ).format(name=self.name, failure=failure)
             ) from None
 
 

@@ -26,6 +26,7 @@ from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck, speed_check
 from posref.grading.speed.timing import Chain, Round
+from posref.i18n import N_
 from posref.lab.positions import ALiBiPositions, RoPEPositions, handler_attention
 from posref.lab.tasks import IGNORE_INDEX
 
@@ -149,12 +150,14 @@ PER_POSITION_LOSS = SpeedCheck(
     step=_per_position_loss64,
     chain=per_position_loss_chain,
     atol=_loss_atol,
-    chained="logits rescaled per position by the previous losses",
+    chained=N_("logits rescaled per position by the previous losses"),
     budget=budgets.per_position_loss_budget,
     inputs="logits",
-    advice="Take log_softmax over the vocabulary for every (batch, position) at once, pick the targets with "
-    "gather, and sum over the batch per position with the ignored targets masked: no Python loop over positions or "
-    "sequences.",
+    advice=N_(
+        "Take log_softmax over the vocabulary for every (batch, position) at once, pick the targets with "
+        "gather, and sum over the batch per position with the ignored targets masked: no Python loop over positions or "
+        "sequences."
+    ),
 )
 
 ROPE_HANDLER = SpeedCheck(
@@ -164,11 +167,13 @@ ROPE_HANDLER = SpeedCheck(
     step=_in_float64(rope_handler_attention),
     chain=lambda draw, shape: _attention_chain(draw, shape, base=True),
     atol=_attention_atol,
-    chained="tokens plus the previous heads",
+    chained=N_("tokens plus the previous heads"),
     budget=budgets.handler_budget,
     inputs="q, k (B, H, T, D)",
-    advice="Rotate every position of q and k at once (your vectorised apply_rope, cos/sin for all positions in "
-    "one go): no Python loop over positions or heads.",
+    advice=N_(
+        "Rotate every position of q and k at once (your vectorised apply_rope, cos/sin for all positions in "
+        "one go): no Python loop over positions or heads."
+    ),
 )
 
 ALIBI_HANDLER = SpeedCheck(
@@ -178,11 +183,13 @@ ALIBI_HANDLER = SpeedCheck(
     step=_in_float64(alibi_handler_attention),
     chain=lambda draw, shape: _attention_chain(draw, shape, base=False),
     atol=_attention_atol,
-    chained="tokens plus the previous heads",
+    chained=N_("tokens plus the previous heads"),
     budget=budgets.handler_budget,
     inputs="q, k (B, H, T, D)",
-    advice="Build the whole (H, Tq, Tk) bias in one expression (the |q - k| distances by broadcasting, times the "
-    "slopes): no Python loop over query-key pairs, queries or heads.",
+    advice=N_(
+        "Build the whole (H, Tq, Tk) bias in one expression (the |q - k| distances by broadcasting, times the "
+        "slopes): no Python loop over query-key pairs, queries or heads."
+    ),
 )
 
 CAUSAL_MEAN = SpeedCheck(
@@ -192,11 +199,13 @@ CAUSAL_MEAN = SpeedCheck(
     step=_causal_mean64,
     chain=causal_mean_chain,
     atol=_mean_atol,
-    chained="each the mean of the round's v, scaled, minus the previous output squared over 64",
+    chained=N_("each the mean of the round's v, scaled, minus the previous output squared over 64"),
     budget=budgets.causal_mean_budget,
     inputs="v",
-    advice="A running sum along the positions (cumsum) divided by the counts 1..T: no Python loop over positions "
-    "and no (T, T) averaging matrix.",
+    advice=N_(
+        "A running sum along the positions (cumsum) divided by the counts 1..T: no Python loop over positions "
+        "and no (T, T) averaging matrix."
+    ),
 )
 
 

@@ -16,6 +16,7 @@ from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck
 from posref.grading.speed.timing import Chain, Round
+from posref.i18n import N_
 
 
 def attention_speed_chain(draw: Draw, shape: tuple[int, ...]) -> Chain:
@@ -56,11 +57,13 @@ ATTENTION_SPEED = SpeedCheck(
     step=_attention_in_float64,
     chain=attention_speed_chain,
     atol=_attention_atol,
-    chained="causal alternating, queries between the previous output and the round's",
+    chained=N_("causal alternating, queries between the previous output and the round's"),
     budget=budgets.attention_budget,
     inputs="q, k, v",
-    advice="Compute every query's scores at once (q @ k^T over the last two dims, every head and batch in one "
-    "product), then one softmax and one product with v: no Python loop over queries, keys or heads.",
+    advice=N_(
+        "Compute every query's scores at once (q @ k^T over the last two dims, every head and batch in one "
+        "product), then one softmax and one product with v: no Python loop over queries, keys or heads."
+    ),
     cases=_attention_speed_cases,
     match_dtype=True,
 )

@@ -27,6 +27,7 @@ from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck, speed_check
 from posref.grading.speed.timing import Chain, Round
+from posref.i18n import N_
 
 _EPS32 = 2.0**-23
 
@@ -68,12 +69,14 @@ ALIBI_BIAS = SpeedCheck(
     step=_alibi_bias64,
     chain=alibi_bias_chain,
     atol=_bias_atol,
-    chained="slopes moved by the previous bias",
+    chained=N_("slopes moved by the previous bias"),
     budget=budgets.alibi_bias_budget,
-    inputs="the bias (H, Tq, Tk)",
-    advice="Build the (Tq, Tk) distances |m - n| in one expression by broadcasting q_positions[:, None] against "
-    "k_positions[None, :], then multiply by the slopes as slopes[:, None, None]: no Python loop over query-key "
-    "pairs, queries or heads.",
+    inputs=N_("the bias (H, Tq, Tk)"),
+    advice=N_(
+        "Build the (Tq, Tk) distances |m - n| in one expression by broadcasting q_positions[:, None] against "
+        "k_positions[None, :], then multiply by the slopes as slopes[:, None, None]: no Python loop over query-key "
+        "pairs, queries or heads."
+    ),
 )
 
 
@@ -176,12 +179,14 @@ T5_BUCKET = SpeedCheck(
     step=t5_bucket,
     chain=t5_bucket_chain,
     atol=lambda timed: 0.0,
-    chained="offsets plus the previous buckets and the call number",
+    chained=N_("offsets plus the previous buckets and the call number"),
     budget=budgets.t5_bucket_budget,
-    inputs="relative positions (Tq, Tk)",
-    advice="Compute the bucket of every offset at once with tensor operations: the exact part and the "
-    "logarithmic part for the whole tensor (torch.log, .long(), .clamp), then torch.where(n < max_exact, n, "
-    "large) to choose: no Python loop over offsets or rows, and no math.log on single numbers.",
+    inputs=N_("relative positions (Tq, Tk)"),
+    advice=N_(
+        "Compute the bucket of every offset at once with tensor operations: the exact part and the "
+        "logarithmic part for the whole tensor (torch.log, .long(), .clamp), then torch.where(n < max_exact, n, "
+        "large) to choose: no Python loop over offsets or rows, and no math.log on single numbers."
+    ),
 )
 
 T5_LEARNED_BIAS = SpeedCheck(
@@ -191,12 +196,14 @@ T5_LEARNED_BIAS = SpeedCheck(
     step=_t5_learned_bias64,
     chain=t5_learned_bias_chain,
     atol=_learned_bias_atol,
-    chained="table moved by the previous bias",
+    chained=N_("table moved by the previous bias"),
     budget=budgets.t5_learned_bias_budget,
-    inputs="the bias (H, Tq, Tk)",
-    advice="Build the (Tq, Tk) offsets k_positions[None, :] - q_positions[:, None] in one expression, call your "
-    "t5_bucket once on all of them, look every bucket up at once (weight[buckets] -> (Tq, Tk, H)) and permute to "
-    "(H, Tq, Tk): no Python loop over query-key pairs, queries or heads. (A slow t5_bucket slows this too.)",
+    inputs=N_("the bias (H, Tq, Tk)"),
+    advice=N_(
+        "Build the (Tq, Tk) offsets k_positions[None, :] - q_positions[:, None] in one expression, call your "
+        "t5_bucket once on all of them, look every bucket up at once (weight[buckets] -> (Tq, Tk, H)) and permute to "
+        "(H, Tq, Tk): no Python loop over query-key pairs, queries or heads. (A slow t5_bucket slows this too.)"
+    ),
 )
 
 

@@ -13,6 +13,7 @@ from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck
 from posref.grading.speed.timing import Chain, Round
+from posref.i18n import N_
 from posref.rope import apply_rope
 
 
@@ -58,11 +59,13 @@ APPLY_ROPE_SPEED = SpeedCheck(
     step=apply_rope,  # float32: the float64 chain cost 30x the timing itself (see _rope_atol)
     chain=apply_rope_speed_chain,
     atol=_rope_atol,
-    chained="layouts alternating, angles turned by the previous output",
+    chained=N_("layouts alternating, angles turned by the previous output"),
     budget=budgets.apply_rope_budget,
     inputs="x",
-    advice="Rotate all positions at once with elementwise products (x * cos + rotate(x) * sin): no Python loop "
-    "over positions and no (D, D) rotation matrix per position.",
+    advice=N_(
+        "Rotate all positions at once with elementwise products (x * cos + rotate(x) * sin): no Python loop "
+        "over positions and no (D, D) rotation matrix per position."
+    ),
     cases=_apply_rope_speed_cases,
     mistakes=rope_mistakes(),
     match_dtype=True,

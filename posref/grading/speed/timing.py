@@ -35,6 +35,7 @@ import torch
 
 from posref.grading.report import CheckFailed, StudentError, difference, private_copy
 from posref.grading.speed.links import ALIGN, run_calls, starts, weights_at
+from posref.i18n import _
 
 _clock = time.perf_counter  # bound once, at import
 
@@ -175,7 +176,7 @@ def run_chain(
     def check(y: Any) -> None:
         problem = chain_output_problem(y, like)
         if problem is not None:
-            raise StudentError(f"{problem} while being timed", raised=False)
+            raise StudentError(_("{problem} while being timed").format(problem=problem), raised=False)
 
     synchronize(device)
     start = _clock()
@@ -310,7 +311,7 @@ def replay(
         sizes.append(float(flat.abs() @ w.abs()))
         on_call(len(sums) - 1, sums[-1], sizes[-1])
 
-    output, _ = chain.run(step, round_.calls, note)
+    output, _done = chain.run(step, round_.calls, note)
     return Replay(sums, sizes, output)
 
 
@@ -375,26 +376,34 @@ def _verify_round(
 
     def fail(where: str) -> None:
         raise CheckFailed(
-            f"{name} gave a wrong result while being timed: in timed round {number}, {timed.calls} calls each on the "
-            f"previous call's output ({chained}), {where}\n  Every call must compute its own result: a function "
-            f"that skips calls, remembers answers, changes what it does on repeated calls or returns a tensor it did "
-            f"not fill is not fast, it is wrong."
+            _(
+                "{name} gave a wrong result while being timed: in timed round {number}, {calls} calls each on the "
+                "previous call's output ({chained}), {where}\n  Every call must compute its own result: a function "
+                "that skips calls, remembers answers, changes what it does on repeated calls or returns a tensor it "
+                "did not fill is not fast, it is wrong."
+            ).format(name=name, number=number, calls=timed.calls, chained=_(chained), where=where)
         )
 
     def compare(i: int, theirs: float, size: float) -> None:
         mine, allowed = float(timed.sums[i]), call_tolerance(n, allowed_error, size, dtype)
         if not abs(mine - theirs) <= allowed:  # NaN fails too
             fail(
-                f"call {i + 1} of {timed.calls} gave a result that is not the reference's: its checksum (the output's "
-                f"dot product with weights drawn for the round) is {mine:.7g}, the reference's {theirs:.7g} "
-                f"(tolerance {allowed:.2g})."
+                _(
+                    "call {call} of {calls} gave a result that is not the reference's: its checksum (the output's dot "
+                    "product with weights drawn for the round) is {mine:.7g}, the reference's {theirs:.7g} "
+                    "(tolerance {allowed:.2g})."
+                ).format(call=i + 1, calls=timed.calls, mine=mine, theirs=theirs, allowed=allowed)
             )
 
     expected = replay(timed, step, compare)
     problem = difference(expected.output, timed.output, atol=allowed_error, rtol=0.0, match_dtype=False,
-                         what="last output")  # fmt: skip
+                         what=_("last output"))  # fmt: skip
     if problem is not None:
-        fail(f"the last output (call {timed.calls}) is not the reference's.\n  {problem}")
+        fail(
+            _("the last output (call {calls}) is not the reference's.").format(calls=timed.calls)
+            + "\n  "
+            + problem
+        )
 
 
 def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]], budget: Any, device: Any,
@@ -406,12 +415,27 @@ def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]]
                              pass_below=budget.max_ratio / 2, reference=reference)  # fmt: skip
     if timing.ratio > budget.max_ratio:
         provisional = (
-            f" This {ran_on.type} budget is provisional ({budget.measured})." if budget.provisional else ""
+            _(" This {device} budget is provisional ({measured}).").format(
+                device=ran_on.type, measured=budget.measured
+            )
+            if budget.provisional
+            else ""
         )
         raise CheckFailed(
-            f"{name} is too slow: {timing.ratio:.1f}x the reference's time (budget {budget.max_ratio:g}x on "
-            f"{ran_on.type}; median of {len(timing.ratios)} rounds on {ran_on}, {inputs} of shape "
-            f"{tuple(budget.shape)} float32).{provisional} {advice}"
+            _(
+                "{name} is too slow: {ratio:.1f}x the reference's time (budget {budget:g}x on {device}; median of "
+                "{rounds} rounds on {ran_on}, {inputs} of shape {shape} float32)."
+            ).format(
+                name=name,
+                ratio=timing.ratio,
+                budget=budget.max_ratio,
+                device=ran_on.type,
+                rounds=len(timing.ratios),
+                ran_on=ran_on,
+                inputs=_(inputs),
+                shape=tuple(budget.shape),
+            )
+            + f"{provisional} {_(advice)}"
         )
     return timing.ratio
 
@@ -420,10 +444,17 @@ def chain_output_problem(y: Any, like: torch.Tensor) -> str | None:
     """None if ``y`` is what a timed chain's calls must return (a plain tensor of ``like``'s shape, dtype and
     device), else what the function returned instead."""
     if type(y) is not torch.Tensor:
-        return f"returned a {type(y).__name__}, not a torch.Tensor"
+        return _("returned a {kind}, not a torch.Tensor").format(kind=type(y).__name__)
     if y.shape != like.shape or y.dtype != like.dtype or y.device != like.device:
-        return (
-            f"returned a tensor {y.dtype} {tuple(y.shape)} on {y.device}, where every call must return one "
-            f"{like.dtype} {tuple(like.shape)} on {like.device}"
+        return _(
+            "returned a tensor {dtype} {shape} on {device}, where every call must return one {like_dtype} "
+            "{like_shape} on {like_device}"
+        ).format(
+            dtype=y.dtype,
+            shape=tuple(y.shape),
+            device=y.device,
+            like_dtype=like.dtype,
+            like_shape=tuple(like.shape),
+            like_device=like.device,
         )
     return None
