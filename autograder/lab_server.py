@@ -47,6 +47,7 @@ from tornado import web
 
 from autograder import course
 from autograder.sanitize import StudentCellsSanitized, clean_rendered_html
+from posref import offline_math
 
 NONCE: ContextVar[str] = ContextVar("posref_csp_nonce", default="")
 SCRIPT_TAG = re.compile(r"<script(?=[\s>])", re.IGNORECASE)
@@ -62,7 +63,7 @@ STATIC = (
 )
 # and where its pages find images: a notebook's files, the kernels' logos, a submission's files in the formgrader
 IMAGES = ("files/", "kernelspecs/", "formgrader/submissions/")
-COURSE_STATIC = Path(__file__).resolve().parent / "static"  # the course's MathJax configuration
+COURSE_STATIC = offline_math.STATIC  # the course's MathJax configuration
 JAVASCRIPT = re.compile(r"(java|ecma)script|jscript|livescript", re.IGNORECASE)
 # routes that serve what a student handed in (files, exports of notebooks): a sandbox of their own
 STUDENT_FILES = re.compile(

@@ -73,8 +73,8 @@ REPO = Path(__file__).resolve().parent.parent
 # for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.late)
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
-from autograder.offline_math import MathJaxBeside  # noqa: E402
 from autograder.sanitize import StudentCellsSanitized  # noqa: E402
+from posref.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 COURSE.mkdir(parents=True, exist_ok=True)

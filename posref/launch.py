@@ -3,9 +3,11 @@
 A student's JupyterLab keeps nbgrader's Validate button (with an ``nbgrader_config.py`` of its own) and hides the
 rest of nbgrader: the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's
 Assignment List and Course List, which only a JupyterHub course has something behind (its hub serves its own
-JupyterLab; here they could only say "Error fetching courses!"), and JupyterLab's news pop-up. The Jupyter config
-folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server (nothing
-is written to the user's Jupyter settings). ``--instructor-tools`` leaves out that folder. Run as root
+JupyterLab; here they could only say "Error fetching courses!"), and JupyterLab's news pop-up; and its HTML export
+of a notebook loads nothing from the internet (MathJax inside the page, ``posref.offline_math``). The Jupyter config
+folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server, with the
+export's template in ``posref/jupyter_data`` first on ``JUPYTER_PATH`` (nothing is written to the user's Jupyter
+settings). ``--instructor-tools`` leaves out both folders. Run as root
 (containers, cloud notebooks), the server gets ``--allow-root``, without which JupyterLab refuses to start.
 The instructor's JupyterLab, with the course's nbgrader configuration, is ``python -m autograder lab``.
 
@@ -39,6 +41,8 @@ from posref import workfolder
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
+# the student's Jupyter data: the nbconvert template of an HTML export that loads nothing from elsewhere
+STUDENT_DATA = Path(__file__).resolve().parent / "jupyter_data"
 CHECKOUT = Path(__file__).resolve().parent.parent
 LANGUAGE_PACKS = "jupyterlab.languagepack"  # the entry points by which JupyterLab finds its language packs
 
@@ -145,7 +149,7 @@ def lab_env(
     *, instructor_tools: bool = False, lang: Edition | None = None, env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``env`` (default: this process's) for the server: the student config first on ``JUPYTER_CONFIG_PATH``
-    unless ``instructor_tools``; ``POSREF_LANG`` set to the tag of the edition ``lang`` when given (the server's
+    and the student's Jupyter data first on ``JUPYTER_PATH`` unless ``instructor_tools``; ``POSREF_LANG`` set to the tag of the edition ``lang`` when given (the server's
     kernels inherit it, and the student config's ``posref.lab_language`` reads it); this Python's scripts first on
     ``PATH`` (nbgrader runs ``alembic`` from it)."""
     out = dict(os.environ if env is None else env)
@@ -153,9 +157,8 @@ def lab_env(
     if lang is not None:
         out["POSREF_LANG"] = lang.tag
     if not instructor_tools:
-        out["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
-            filter(None, (str(STUDENT_CONFIG), out.get("JUPYTER_CONFIG_PATH")))
-        )
+        for variable, folder in (("JUPYTER_CONFIG_PATH", STUDENT_CONFIG), ("JUPYTER_PATH", STUDENT_DATA)):
+            out[variable] = os.pathsep.join(filter(None, (str(folder), out.get(variable))))
     return out
 
 
