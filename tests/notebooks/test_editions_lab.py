@@ -5,7 +5,8 @@ kernels inherit) and JupyterLab's own interface in its language (the language pa
 that edition only, selected as a default of the course's own settings); ``make lab`` alone opens English.
 
 One ``posref lab --lang zh-TW`` server (``zh_tw_lab``), on this checkout's zh-TW releases (``editions/zh-TW/notebooks/``,
-generated from the catalogs), serves the API checks and the screenshot of the zh-TW start page.
+generated from the catalogs), serves the API checks and the two screenshots of docs/: the zh-TW start page and a
+failing check's message in a zh-TW notebook.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 import pytest
-from test_browser import LabServer, browser_page, chromium  # noqa: F401 (chromium is a fixture)
+from test_browser import LabServer, browser_page, chromium, run_all  # noqa: F401 (chromium is a fixture)
 
 from posref import lab_language, launch
 
@@ -256,5 +258,59 @@ def test_the_zh_tw_start_page_opens_in_a_chinese_jupyterlab(chromium, zh_tw_lab,
             page.screenshot(path=str(shots / "zh-TW_start_page.png"))
         except Exception:
             page.screenshot(path=str(shots / "zh-TW_start_page_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
+
+
+# a student's answer to 01's first exercise that forgets to scale the scores: the check names the mistake in a hint
+WRONG_ATTENTION = """def attention(q, k, v, causal=False):
+    scores = q @ k.transpose(-2, -1)  # not divided by sqrt(d)
+    if causal:
+        tq, tk = scores.shape[-2:]
+        future = torch.ones(tq, tk, dtype=torch.bool, device=scores.device).triu(tk - tq + 1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+"""
+
+
+def _zh_tw_message(answer: str) -> str:
+    """What posref's check says of ``answer`` in a process of its own started with POSREF_LANG=zh-TW."""
+    code = f"import torch\nfrom posref.grading import check_attention\n{answer}\ncheck_attention(attention)"
+    env = {**os.environ, "POSREF_LANG": "zh-TW", "POSREF_FAST": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "CheckFailed" in done.stderr, done.stderr[-2000:]
+    return done.stderr.split("CheckFailed: ", 1)[1]
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_a_failing_check_speaks_the_editions_language(chromium, zh_tw_lab, tmp_path):  # noqa: F811
+    """A zh-TW student's wrong answer in 01, run with Run All in JupyterLab: the check's message, hint included, is
+    the zh-TW one posref gives (the kernel inherited POSREF_LANG from the server); saved as
+    zh-TW_checker_message.png."""
+    server, shots = zh_tw_lab, _shot_dir(tmp_path)
+    relative = "01_order/01_order.ipynb"
+    nb = nbformat.read(server.root / relative, as_version=4)
+    (stub,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
+    stub.source = WRONG_ATTENTION.rstrip()
+    nbformat.write(nb, server.root / relative)
+    expected = _zh_tw_message(WRONG_ATTENTION)
+    first, hint = expected.splitlines()[0], next(line for line in expected.splitlines() if "提示" in line)
+    assert CHINESE.search(first) and CHINESE.search(hint), expected
+    error = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+    with browser_page(chromium, server.home, height=900) as page:
+        try:
+            run_all(page, server, relative, error)
+            shown = page.locator(error).first
+            text = shown.inner_text()
+            assert first in text and hint.strip() in text, text
+            assert "hint:" not in text and "differs from the reference" not in text, text
+            page.locator(".jp-Cell", has=page.locator(error)).first.locator(
+                ".jp-InputArea"
+            ).scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollBy(0, -250)")
+            page.screenshot(path=str(shots / "zh-TW_checker_message.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "zh-TW_checker_message_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
