@@ -8,6 +8,9 @@ import nbformat
 from nbgrader.preprocessors import SaveAutoGrades
 
 from autograder import course
+from autograder.editions import EDITIONS, ENGLISH, TEXT_STUB
+from posref import i18n
+from posref.i18n import _
 
 
 class PendingScores(SaveAutoGrades):
@@ -25,11 +28,22 @@ class PendingScores(SaveAutoGrades):
         grade.auto_score, grade.needs_manual_grade = None, True
         self.gradebook.db.commit()
 
+    def _add_comment(self, cell, resources) -> None:
+        """nbgrader's "No response." for a written answer left as released, the stub of an edition's release too
+        (nbgrader compares the cell with the English release's checksum only)."""
+        super()._add_comment(cell, resources)
+        if cell.cell_type == "markdown" and cell.source in TEXT_STUB.values():
+            comment = self.gradebook.find_comment(
+                cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id, self.student_id
+            )
+            comment.auto_comment = "No response."
+            self.gradebook.db.commit()
+
 
 def write_scores(assignment: str, student: str, notebook: str, record: dict, autograded: Path) -> None:
     """Each test cell's auto score := the record's (``Record.to_json()``); a notebook that could not be graded is
     flagged for manual grading with no score (never a silent 0). The test cells of the autograded notebook
-    show the record."""
+    show the record, in the language of the student's edition (the record's ``edition``)."""
     by_id = {c["grade_id"]: c for c in record["cells"]}
     with course.gradebook() as gb:
         for grade in gb.find_submission_notebook(notebook, assignment, student).grades:
@@ -40,10 +54,17 @@ def write_scores(assignment: str, student: str, notebook: str, record: dict, aut
                 grade.auto_score, grade.needs_manual_grade = cell["score"], False
         gb.db.commit()
     if autograded.exists():
+        edition = record.get("edition")
+        i18n.set_language(edition if isinstance(edition, str) and edition in EDITIONS else ENGLISH)
+        try:
+            header = _("Score of record: {score} / {points}")
+        finally:
+            i18n.set_language(None)
         nb = nbformat.read(autograded, as_version=4)
         for cell in nb.cells:
             result = by_id.get(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"))
             if result is not None:
-                text = f"Score of record: {result['score']:g} / {result['points']:g}\n{result['message']}\n"
+                score = header.format(score=f"{result['score']:g}", points=f"{result['points']:g}")
+                text = f"{score}\n{result['message']}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         nbformat.write(nb, autograded)

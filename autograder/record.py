@@ -24,13 +24,16 @@ import nbformat
 
 import posref.grading as checkers
 from autograder.course import NOTEBOOK_TIMEOUT
+from autograder.editions import ENGLISH, edition_of
 from autograder.sandbox import Sandbox, submission_files
+from posref import i18n
 from posref.grading import rules
 from posref.grading.child.forkserver import ServerGone
 from posref.grading.child.plain_data import student_text
 from posref.grading.child.remote import BudgetSpent, Child, ChildFailed, RemoteFunction
 from posref.grading.child.scratch import remove_tree
 from posref.grading.report import StudentError
+from posref.i18n import _
 
 MAX_RESTARTS = 6
 # starts of the reference child, and runs of a speed check whose reference child failed
@@ -58,6 +61,7 @@ class Record:
     cells: list[CellResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     sandbox: str = ""
+    edition: str = ENGLISH  # the edition the student handed in: the language of the cells' messages
 
     @property
     def score(self) -> float | None:
@@ -163,7 +167,9 @@ class _Children:
         """'' while the notebook's budget lasts, else the reason the checks left are not run."""
         if time.monotonic() < self.deadline:
             return ""
-        return f"not checked: the time for grading this notebook ({self.budget:g} s) ran out"
+        return _("not checked: the time for grading this notebook ({budget} s) ran out").format(
+            budget=f"{self.budget:g}"
+        )
 
     def get(self) -> Child:
         if self.student is not None and self.student.alive:
@@ -171,7 +177,7 @@ class _Children:
         self.close()  # a child killed by a check: its pipes and memory cgroup go first
         if self.out_of_time:
             raise BudgetSpent(self.out_of_time)
-        for _ in range(MAX_RESTARTS):
+        for _attempt in range(MAX_RESTARTS):
             try:
                 self.student = self._start(self.program, self.deadline, self.files)
                 return self.student
@@ -203,7 +209,7 @@ class _Children:
             f"from {module} import {name}" for module, name in (p.split(":") for p in (shared if key == "*" else [path]))
         )  # fmt: skip
         reason = ""
-        for _ in range(REFERENCE_ATTEMPTS):
+        for _attempt in range(REFERENCE_ATTEMPTS):
             try:
                 # never a fork (the fork server's children are one student's at a time, and end each other), and
                 # a uid of its own (``Sandbox.for_reference``)
@@ -248,6 +254,43 @@ def _close_reference_children() -> None:
 
 
 def grade_notebook(
+    source_path: Path,
+    submitted_path: Path,
+    *,
+    sandbox: Sandbox,
+    scratch_base: Path,
+    timeout: float = 60.0,
+    budget: float = NOTEBOOK_TIMEOUT,
+) -> Record:
+    """The score of record of one submitted notebook (``_grade_notebook``), its messages in the language of the
+    edition the notebook says it is (``editions.edition_of``: the student's metadata, validated; English for anything
+    else, set explicitly, so that no ``POSREF_LANG`` of the grader's speaks instead)."""
+    edition = _edition(submitted_path)
+    i18n.set_language(edition)
+    try:
+        record = _grade_notebook(
+            source_path,
+            submitted_path,
+            sandbox=sandbox,
+            scratch_base=scratch_base,
+            timeout=timeout,
+            budget=budget,
+        )
+    finally:
+        i18n.set_language(None)
+    record.edition = edition
+    return record
+
+
+def _edition(path: Path) -> str:
+    """The edition of the notebook at ``path``; English where it cannot be read (``_grade_notebook`` says why)."""
+    try:
+        return edition_of(nbformat.read(path, as_version=4))
+    except Exception:  # a missing or corrupted notebook: its record says so, in English
+        return ENGLISH
+
+
+def _grade_notebook(
     source_path: Path,
     submitted_path: Path,
     *,
@@ -324,7 +367,11 @@ def grade_notebook(
             ]
             if failed:
                 where, grade_id = failed[0]
-                return f"not timed: {fn} fails its correctness check {'above' if where < position else f'({grade_id})'}"
+                if where < position:
+                    return _("not timed: {fn} fails its correctness check above").format(fn=fn)
+                return _("not timed: {fn} fails its correctness check ({grade_id})").format(
+                    fn=fn, grade_id=grade_id
+                )
             return _broken_rule(program, answer_cells, name, fn) or _run_check(
                 children, name, fn, checked=fn in correctness
             )
@@ -342,7 +389,7 @@ def grade_notebook(
                 result.message = children.out_of_time
                 continue
             except ChildFailed as failure:
-                result.message = f"could not run the answer cells: {failure.reason}"
+                result.message = _("could not run the answer cells: {reason}").format(reason=failure.reason)
                 continue
             except Exception as err:  # a fault of the grader's own: flagged for a person, never scored
                 what = f"{type(err).__name__}: {student_text(str(err))}"
@@ -351,9 +398,9 @@ def grade_notebook(
                 continue
             failures = [m for m in messages if m]
             result.score = 0.0 if failures else result.points
-            result.message = "\n".join(failures) or "passed"
+            result.message = "\n".join(failures) or _("passed")
         if children.out_of_time:
-            record.problems.append(children.out_of_time.replace("not checked: ", ""))
+            record.problems.append(f"the time for grading this notebook ({budget:g} s) ran out")
         if children.student is not None:
             record.problems += [f"cell {i} raised {err}" for i, err in children.student.cell_errors.items()]
             if children.student.refused_errors:
@@ -431,7 +478,9 @@ def _run_check(children: _Children, name: str, fn: str, *, checked: bool = False
         return children.out_of_time
     child = children.get()
     if fn not in child.names:
-        return f"{fn} is not defined: the cell that defines it did not run or does not define it"
+        return _("{fn} is not defined: the cell that defines it did not run or does not define it").format(
+            fn=fn
+        )
     remote = RemoteFunction(child, fn, watch=name)
     try:
         message = _outcome(children, child, remote, name, fn, checked)
@@ -466,7 +515,9 @@ def _outcome(
             raise  # before the child gave anything back: a fault of the grader's own
         # the child's replies are checked to be plain data, but whatever in them the checker trips over is the
         # student's failure, never "could not grade" (that would send a wrong answer to manual grading)
-        return f"{fn} returned something the check could not compare ({type(err).__name__}: {student_text(str(err))})"
+        return _("{fn} returned something the check could not compare ({error})").format(
+            fn=fn, error=f"{type(err).__name__}: {student_text(str(err))}"
+        )
     return ""
 
 
