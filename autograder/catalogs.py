@@ -23,11 +23,10 @@ from pathlib import Path
 
 import polib
 
-from autograder.editions import notebook_messages, translation_problems
+from autograder.course import REPO
+from autograder.editions import LOCALE_DIR, notebook_messages, translation_problems
 
-REPO = Path(__file__).resolve().parents[1]
 SOURCE_DIR = REPO / "solutions"
-LOCALE_DIR = REPO / "locale"
 START_PAGE = "00_start"
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.catalogs import LOCALE_DIR, REPO, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
+from autograder.catalogs import LOCALE_DIR, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
+from autograder.course import REPO, config, tools_on_path
 from autograder.editions import EDITIONS, TEXT_STUB, edition_notebook
 
 EDITIONS_DIR = REPO / "editions"
@@ -76,8 +77,7 @@ def release(edition: str, assignments: list[str], *, out: Path = EDITIONS_DIR) -
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import SaveCells
 
-    from autograder.course import config, tools_on_path
-    from autograder.start_page import release_start_page
+    from autograder.start_page import release_start_page  # imports posref: only where a release is made
 
     source, target = out / edition / "solutions", out / edition / "notebooks"
     settings = config()

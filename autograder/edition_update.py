@@ -23,6 +23,7 @@ from autograder.catalogs import (
     write_catalog,
 )
 from autograder.editions import EDITIONS
+from autograder.simplified import Conversion, simplified
 
 TRADITIONAL, SIMPLIFIED = EDITIONS["zh-TW"], EDITIONS["zh-CN"]
 
@@ -33,14 +34,12 @@ class Updated:
 
     name: str
     merge: catalogs.Merge
-    conversion: object
+    conversion: Conversion
     written: list[Path] = field(default_factory=list)
 
 
 def update(source_dir: Path = SOURCE_DIR, locale_dir: Path = LOCALE_DIR) -> list[Updated]:
     """Merge every notebook's zh-TW catalog and make its zh-CN one again; write the files that changed."""
-    from autograder.simplified import simplified
-
     done = []
     for name, source in source_notebooks(source_dir).items():
         tw_path, cn_path = (

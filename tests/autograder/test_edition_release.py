@@ -13,7 +13,8 @@ import sys
 import nbformat
 import pytest
 
-from autograder.catalogs import REPO, START_PAGE, source_notebooks
+from autograder.catalogs import START_PAGE, source_notebooks
+from autograder.course import REPO
 from autograder.edition_release import EDITIONS_DIR
 from autograder.editions import EDITION_SPANS, EDITIONS, ENGLISH, TEXT_STUB, edition_notebook, edition_of
 
