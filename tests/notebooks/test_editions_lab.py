@@ -209,6 +209,7 @@ def _server_env(server: LabServer) -> dict[str, str]:
     return jupyterlab.environ()
 
 
+@pytest.mark.slow  # starts the module's JupyterLab: 15-30 s
 def test_posref_lab_lang_serves_the_editions_start_page_in_its_language(zh_tw_lab):
     server = zh_tw_lab
     log = server.log_tail(20_000)
@@ -238,6 +239,7 @@ def _shot_dir(tmp_path: Path) -> Path:
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_the_zh_tw_start_page_opens_in_a_chinese_jupyterlab(chromium, zh_tw_lab, tmp_path):  # noqa: F811
     """What ``make lab EDITION=zh-TW`` shows first: the edition's start page, rendered, in a JupyterLab that speaks
@@ -283,6 +285,7 @@ def _zh_tw_message(answer: str) -> str:
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # Run All of 01 up to its first check, and the same check in a process of its own
 @pytest.mark.timeout(300)
 def test_a_failing_check_speaks_the_editions_language(chromium, zh_tw_lab, tmp_path):  # noqa: F811
     """A zh-TW student's wrong answer in 01, run with Run All in JupyterLab: the check's message, hint included, is

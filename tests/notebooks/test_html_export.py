@@ -96,6 +96,7 @@ def exported(tmp_path_factory) -> Iterator[Path]:
     yield page
 
 
+@pytest.mark.slow  # starts a JupyterLab and exports through it: 15-30 s
 def test_jupyterlabs_html_export_loads_nothing_from_elsewhere(exported):
     _assert_self_contained(exported.read_text(encoding="utf-8"))
 
@@ -123,6 +124,7 @@ TYPESET = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending ==
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_the_export_typesets_its_formulas_offline(chromium, exported, tmp_path):  # noqa: F811
     """Opened from disk in a browser that may load only files (anything else is refused and recorded): every formula
