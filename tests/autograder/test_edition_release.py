@@ -134,6 +134,7 @@ def test_an_editions_release_hides_its_answers(name, edition):
         assert answer.source.split("\n\n")[-1] not in text
 
 
+@pytest.mark.slow
 def test_release_lang_releases_the_edition_and_enters_only_the_english_in_the_gradebook(tmp_path):
     """`python -m autograder release 01_order --lang zh-TW`: the English release (the gradebook's source) and the
     edition's, equal to the committed one."""
