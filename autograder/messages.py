@@ -70,6 +70,18 @@ MAINLAND = [
     ("以种子 {seed} 抽出", "用随机种子 {seed} 抽取"),
     ("套用", "应用"),
     ("在词汇上", "在词表上"),
+    ("乱数产生器", "随机数生成器"),
+    ("封存盘", "归档文件"),
+    ("子类别", "子类"),
+    ("一般的张量", "普通张量"),
+    ("比特", "位"),
+    ("回报", "报告"),
+    ("送来", "发来"),
+    ("回应", "响应"),
+    ("共用", "共享"),
+    ("压缩过的项目", "压缩过的条目"),
+    ("以代码", "以退出码"),
+    ("无穷循环", "死循环"),
     ("预设", "默认"),
     ("是 头的", "是头的"),
     ("个头 的", "个头的"),
@@ -92,10 +104,10 @@ def mainland(text: str) -> str:
     text = re.sub("依(?!赖|然)", "按", text)
     for taiwan, mainland_term in MAINLAND:
         text = text.replace(taiwan, mainland_term)
-    for word in CAPITALISED:  # a word of its own, not a name in code (key_position, 'key', .key)
-        text = re.sub(rf"(?<![\w.'\"]){word}(?![\w'\"(])", word.capitalize(), text)
-    # an attention head is 头 (glossary), with no space left beside it (head_dim and 'head' stay)
-    return re.sub(r" ?(?<![\w.'\"])head(?![\w'\"(]) ?", "头", text)
+    for word in CAPITALISED:  # a word of its own, not a name in code (key_position, 'key', .key, {value})
+        text = re.sub(rf"(?<![\w.'\"{{]){word}(?![\w'\"(}}])", word.capitalize(), text)
+    # an attention head is 头 (glossary), with no space left beside it (head_dim, 'head' and {head} stay)
+    return re.sub(r" ?(?<![\w.'\"{])head(?![\w'\"(}]) ?", "头", text)
 
 
 def extract(root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> dict[str, list[tuple[str, int]]]:

@@ -14,12 +14,14 @@ cell calls ``setup()``. A cell that needs an exercise's result wraps its body in
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 
 from posref._env import flag as _flag
+from posref.i18n import _
 
 
 def fast() -> bool:
@@ -41,7 +43,11 @@ def threads() -> int:
     """The torch thread count for a CPU (``POSREF_THREADS``, default 1)."""
     value = os.environ.get("POSREF_THREADS", "").strip() or "1"
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"POSREF_THREADS={value!r}: expected a positive integer (torch threads on a CPU)")
+        raise ValueError(
+            _("POSREF_THREADS={value}: expected a positive integer (torch threads on a CPU)").format(
+                value=repr(value)
+            )
+        )
     return int(value)
 
 
@@ -78,13 +84,38 @@ def uses(exercise: str) -> Iterator[None]:
     unchanged, with its traceback.
     """
     if not isinstance(exercise, str) or not exercise.strip():
-        raise TypeError(f"uses(exercise): expected the exercise's name as a non-empty str, got {exercise!r}")
+        raise TypeError(
+            _("uses(exercise): expected the exercise's name as a non-empty str, got {exercise}").format(
+                exercise=repr(exercise)
+            )
+        )
     try:
         yield
     except (NameError, NotImplementedError) as err:
         why = (
-            "its stub still raises NotImplementedError"
+            _("its stub still raises NotImplementedError")
             if isinstance(err, NotImplementedError)
             else f"NameError: {err}"
         )
-        raise ExerciseNotDone(f"finish {exercise} first: this cell uses its result ({why})") from None
+        raise ExerciseNotDone(
+            _("finish {exercise} first: this cell uses its result ({why})").format(
+                exercise=_exercise(exercise), why=why
+            )
+        ) from None
+
+
+_EXERCISES = re.compile(r"Exercises? (\d+)(?: (and|to) (\d+))?(.*)", re.DOTALL)
+
+
+def _exercise(name: str) -> str:
+    """``uses``' name of an exercise in the language spoken: "Exercise 3 (t5_bucket)", "Exercises 1 and 2 (...)",
+    "Exercises 1 to 7" (what follows the numbers stays as written: the functions' names); any other name as is."""
+    found = _EXERCISES.fullmatch(name)
+    if found is None:
+        return name
+    first, joined, last, rest = found.groups()
+    if joined is None:
+        return _("Exercise {n}").format(n=first) + rest
+    if joined == "and":
+        return _("Exercises {first} and {last}").format(first=first, last=last) + rest
+    return _("Exercises {first} to {last}").format(first=first, last=last) + rest

@@ -103,3 +103,55 @@ def test_catalogs_ship_inside_the_package():
         path = i18n.catalog_path(language)
         assert path.is_file() and path.parent.parent == i18n.LOCALE_DIR
         assert path.parts[-3:] == ("locale", language.replace("-", "_"), "posref.po")
+
+
+def _exercise_not_done(name: str, err: BaseException) -> str:
+    from posref.notebook import ExerciseNotDone, uses
+
+    with pytest.raises(ExerciseNotDone) as done:
+        with uses(name):
+            raise err
+    return str(done.value)
+
+
+@pytest.mark.parametrize(
+    "name, zh_tw",
+    [
+        ("Exercise 3 (t5_bucket)", "請先完成練習 3 (t5_bucket)：這個儲存格要用到它的結果"),
+        (
+            "Exercises 1 and 2 (alibi_slopes, alibi_bias)",
+            "請先完成練習 1 和 2 (alibi_slopes, alibi_bias)：這個",
+        ),
+        ("Exercises 1 to 7", "請先完成練習 1 到 7：這個儲存格"),
+        (
+            "pasting your NoPEHandler from notebook 06",
+            "請先完成pasting your NoPEHandler from notebook 06：這個",
+        ),
+    ],
+)
+def test_exercise_not_done_speaks_the_students_language(name, zh_tw):
+    i18n.set_language("zh-TW")
+    said = _exercise_not_done(name, NotImplementedError())
+    assert said.startswith(zh_tw) and said.endswith("（它的預留程式仍會引發 NotImplementedError）"), said
+    i18n.set_language("en")
+    assert _exercise_not_done(name, NotImplementedError()) == (
+        f"finish {name} first: this cell uses its result (its stub still raises NotImplementedError)"
+    )
+
+
+def test_a_core_input_error_speaks_the_students_language():
+    from posref import alibi_slopes
+
+    i18n.set_language("zh-CN")
+    with pytest.raises(ValueError, match=r"^n_heads 必须是正整数（int），得到的是 0$"):
+        alibi_slopes(0)
+
+
+def test_what_the_grading_child_did_speaks_the_students_language():
+    from posref.grading.child.remote import ChildFailed
+
+    failed = ChildFailed("x")
+    i18n.set_language("zh-TW")
+    assert failed.reported_as == "沒有回傳任何東西：x"
+    i18n.set_language("en")
+    assert failed.reported_as == "gave nothing back: x"

@@ -122,6 +122,10 @@ def test_mainland_terms_fix_what_opencc_leaves_taiwanese():
         == "把 Token 的 Key 按 key_position 放进 'key'"
     )
     assert messages.mainland("少了遮罩：旋转 token 矢量") == "少了掩码：旋转 Token 向量"
+    assert (
+        messages.mainland("得到的是 {value}，{head} 个 head 的 value")
+        == "得到的是 {value}，{head} 个头的 Value"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from posref.grading.cases import Probe
+from posref.i18n import _
 
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
 MAX_ITEMS = 10_000
@@ -38,9 +39,9 @@ def stored_zip(data: bytes) -> str | None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
                 if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
-                    return f"a compressed entry {info.filename[:80]!r}"
+                    return _("a compressed entry {name}").format(name=repr(info.filename[:80]))
     except (zipfile.BadZipFile, ValueError, OSError) as err:
-        return f"not a torch.save archive ({type(err).__name__})"
+        return _("not a torch.save archive ({error})").format(error=type(err).__name__)
     return None
 
 
@@ -52,34 +53,38 @@ def unreadable(value: Any) -> str | None:
     def walk(v: Any, depth: int) -> str | None:
         budget[0] -= 1
         if budget[0] < 0 or depth > 32:
-            return f"a structure of more than {MAX_ITEMS} items or 32 levels"
+            return _("a structure of more than {most} items or 32 levels").format(most=MAX_ITEMS)
         if isinstance(v, torch.Tensor):
             if type(v) is not torch.Tensor:
-                return f"a {type(v).__name__} (a tensor subclass; return a plain tensor)"
+                return _("a {kind} (a tensor subclass; return a plain tensor)").format(kind=type(v).__name__)
             if v.__dict__:  # attributes set on the tensor, which can replace its methods
-                return f"a tensor carrying attributes ({', '.join(map(str, list(v.__dict__)[:3]))})"
+                return _("a tensor carrying attributes ({names})").format(
+                    names=", ".join(map(str, list(v.__dict__)[:3]))
+                )
             if v.requires_grad or v._backward_hooks:
-                return "a tensor that requires grad (return .detach())"
+                return _("a tensor that requires grad (return .detach())")
             if v.is_nested:
-                return "a nested tensor"
+                return _("a nested tensor")
             if v.layout != torch.strided:
-                return f"a tensor with layout {v.layout} (return a dense tensor: .to_dense())"
+                return _("a tensor with layout {layout} (return a dense tensor: .to_dense())").format(
+                    layout=v.layout
+                )
             if v.is_quantized:
-                return f"a quantized tensor ({v.dtype}; return .dequantize())"
+                return _("a quantized tensor ({dtype}; return .dequantize())").format(dtype=v.dtype)
             if v.device.type == "meta":
-                return "a tensor on the meta device (it has no values)"
+                return _("a tensor on the meta device (it has no values)")
             return None
         if v is None or type(v) in (bool, float, str):
             return None
         if type(v) is int:
-            return None if -(2**63) <= v < 2**63 else "an integer that does not fit in 64 bits"
+            return None if -(2**63) <= v < 2**63 else _("an integer that does not fit in 64 bits")
         if type(v) in (tuple, list):
             for item in v:
                 problem = walk(item, depth + 1)
                 if problem:
                     return problem
             return None
-        return f"a {type(v).__name__}"
+        return _("a {kind}").format(kind=type(v).__name__)
 
     return walk(value, 0)
 
@@ -125,10 +130,13 @@ def plain(value: Any) -> Any:
         import numpy
 
         if isinstance(value, numpy.ndarray | numpy.generic):
-            return {"__unreadable__": f"a numpy {type(value).__name__}; return a torch tensor (or a float)"}
+            kind = type(value).__name__
+            return {
+                "__unreadable__": _("a numpy {kind}; return a torch tensor (or a float)").format(kind=kind)
+            }
     except ImportError:
         pass
-    return {"__unreadable__": f"a {type(value).__name__}"}
+    return {"__unreadable__": _("a {kind}").format(kind=type(value).__name__)}
 
 
 def tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.Tensor]]:

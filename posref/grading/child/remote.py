@@ -61,6 +61,7 @@ from posref.grading.child.scratch import write_files
 from posref.grading.report import StudentError, error_text, same_values, where_it_raised
 from posref.grading.speed.pinning import cpu_seconds, cpu_used, pin, timing_cpu
 from posref.grading.speed.timing import TimedElsewhere
+from posref.i18n import N_, _
 
 MAX_FRAME = 256 * 2**20
 MAX_NAMES, MAX_NAME = 10_000, 200  # names a child reports defined, and characters of each
@@ -79,7 +80,7 @@ class ChildFailed(Exception):
     @property
     def reported_as(self) -> str:
         """What the student's function did, as it follows "your function " in a message."""
-        return f"gave nothing back: {self.reason}"
+        return _("gave nothing back: {reason}").format(reason=self.reason)
 
 
 class BudgetSpent(ChildFailed):
@@ -164,7 +165,11 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
         forbidden = rules.watch_target(request["watch"]) if type(request.get("watch")) is str else None
         try:
             if fn is None:
-                raise NameError(f"name {name!r} is not defined (did the cell that defines it run?)")
+                raise NameError(
+                    _("name {name} is not defined (did the cell that defines it run?)").format(
+                        name=repr(name)
+                    )
+                )
             if "chain" in request:
                 send(rounds.run_chain_here(fn, request, shared))
                 continue
@@ -282,7 +287,7 @@ class Child:
             self._send({"cells": list(cells), "files": list(files)})
         except ChildFailed as failure:  # it ended before reading its program (a sandbox that cannot start)
             self.close()
-            error = ChildFailed(f"{failure.reason} while starting")
+            error = ChildFailed(_("{reason} while starting").format(reason=failure.reason))
             error.cell = None
             raise error from None
         to_come = [index for index, _ in cells]
@@ -293,7 +298,7 @@ class Child:
         while True:
             try:
                 if current is None:
-                    message = self._receive(start_timeout, started=started, hung="a slow start")
+                    message = self._receive(start_timeout, started=started, hung=N_("a slow start"))
                 else:
                     message = self._receive(cell_timeout, started=started)
                 event, index = message.get("event"), message.get("index")
@@ -307,12 +312,16 @@ class Child:
                     return
                 else:
                     self.kill()
-                    raise ChildFailed("the grading process sent a message out of order")
+                    raise ChildFailed(_("the grading process sent a message out of order"))
             except ChildFailed as failure:
                 self.failed_cell = current
                 self.close()
-                where = f"while running cell {current}" if current is not None else "while starting"
-                error = type(failure)(f"{failure.reason} {where}")
+                if current is None:
+                    error = type(failure)(_("{reason} while starting").format(reason=failure.reason))
+                else:
+                    error = type(failure)(
+                        _("{reason} while running cell {cell}").format(reason=failure.reason, cell=current)
+                    )
                 error.cell = None if isinstance(failure, BudgetSpent) else current
                 raise error from None
 
@@ -329,7 +338,7 @@ class Child:
             and all(type(k) is int and type(v) is str for k, v in errors.items())
         ):
             self.kill()
-            raise ChildFailed("the grading process sent a malformed message")
+            raise ChildFailed(_("the grading process sent a malformed message"))
         kept = {k: student_text(v) for k, v in errors.items() if k in self._cells}
         self.refused_errors = len(errors) - len(kept)
         return [n for n in names[:MAX_NAMES] if len(n) <= MAX_NAME], kept
@@ -358,16 +367,17 @@ class Child:
     def _ended(self) -> str:
         code = self.process.poll()
         if code is None:
-            return "the grading process stopped reading"
-        why = {24: " (CPU time limit)", 9: " (killed: time or memory limit)"}
+            return _("the grading process stopped reading")
+        why = {24: _(" (CPU time limit)"), 9: _(" (killed: time or memory limit)")}
+        killed = _("the grading process was killed by signal {signal}")
         if code < 0:
-            return f"the grading process was killed by signal {-code}" + why.get(-code, "")
+            return killed.format(signal=-code) + why.get(-code, "")
         if code - 128 in why:  # bubblewrap's way of saying the process inside was killed by that signal
-            return f"the grading process was killed by signal {code - 128}" + why[code - 128]
-        return f"the grading process exited with code {code}"
+            return killed.format(signal=code - 128) + why[code - 128]
+        return _("the grading process exited with code {code}").format(code=code)
 
     def _receive(
-        self, timeout: float, *, started: float | None = None, hung: str = "an infinite loop?"
+        self, timeout: float, *, started: float | None = None, hung: str = N_("an infinite loop?")
     ) -> Any:
         """The next message, within ``timeout`` seconds of ``started`` (default: now) and before ``deadline``."""
         deadline = (time.monotonic() if started is None else started) + timeout
@@ -378,30 +388,38 @@ class Child:
             (n,) = _HEADER.unpack(_read_exact(self._from_child, _HEADER.size, deadline))
             if n > MAX_FRAME:
                 self.kill()
-                raise ChildFailed(f"the grading process sent {n} bytes (more than {MAX_FRAME})")
+                raise ChildFailed(
+                    _("the grading process sent {n} bytes (more than {most})").format(n=n, most=MAX_FRAME)
+                )
             data = _read_exact(self._from_child, n, deadline)
         except TimeoutError:
             self.kill()
             if budget:
-                raise BudgetSpent("the time for grading this notebook ran out") from None
-            raise ChildFailed(f"no answer within {timeout:g} s ({hung})") from None
+                raise BudgetSpent(_("the time for grading this notebook ran out")) from None
+            raise ChildFailed(
+                _("no answer within {timeout:g} s ({hung})").format(timeout=timeout, hung=_(hung))
+            ) from None
         except EOFError:
             self.process.wait()
             raise ChildFailed(self._ended()) from None
         problem = stored_zip(data)
         if problem is not None:
             self.kill()
-            raise ChildFailed(f"the grading process sent an unreadable message ({problem})")
+            raise ChildFailed(
+                _("the grading process sent an unreadable message ({problem})").format(problem=problem)
+            )
         try:
             message = torch.load(io.BytesIO(data), weights_only=True)
         except Exception as err:  # an unreadable frame: the child wrote something that is not ours
             self.kill()
             raise ChildFailed(
-                f"the grading process sent an unreadable message ({type(err).__name__})"
+                _("the grading process sent an unreadable message ({problem})").format(
+                    problem=type(err).__name__
+                )
             ) from None
         if not isinstance(message, dict):
             self.kill()
-            raise ChildFailed("the grading process sent a malformed message")
+            raise ChildFailed(_("the grading process sent a malformed message"))
         return message
 
     def call(
@@ -417,7 +435,7 @@ class Child:
         reply = self._receive(self.call_timeout)
         reported = reply.get("ran", [])
         if type(reported) is not list or not all(type(n) is str for n in reported):
-            reported = ["something it did not name (a malformed report)"]
+            reported = [_("something it did not name (a malformed report)")]
         if ran is not None:
             ran += [student_text(n) for n in reported[:10] if student_text(n) not in ran]
         if "error" in reply:
@@ -430,7 +448,9 @@ class Child:
         else:
             what = unreadable(result)
         if what is not None:
-            raise StudentError(f"returned {what}, which the grader does not read", raised=False)
+            raise StudentError(
+                _("returned {what}, which the grader does not read").format(what=what), raised=False
+            )
         self._change_in_place(args, kwargs, reply.get("changed", {}))
         return result
 
@@ -470,7 +490,12 @@ class Child:
             raise StudentError(student_text(reply["error"]))
         done = reply.get("done")
         if type(done) is not int or not 1 <= done <= max_calls:
-            raise StudentError(f"reported {student_text(repr(done))} calls made of {max_calls}", raised=False)
+            raise StudentError(
+                _("reported {done} calls made of {most}").format(
+                    done=student_text(repr(done)), most=max_calls
+                ),
+                raised=False,
+            )
         output, sums = (
             rounds.read_back(self._shared, request[key], like) for key, like in (("out", out), ("sums", sums))
         )
@@ -482,7 +507,7 @@ class Child:
         checker sees a function that modifies its input in place exactly as it would see it called locally."""
         given = dict(tensor_arguments(args, kwargs))
         if type(changed) is not dict or not set(changed) <= set(given) or unreadable(list(changed.values())):
-            raise StudentError("reported changes to arguments the grader never sent", raised=False)
+            raise StudentError(_("reported changes to arguments the grader never sent"), raised=False)
         for where, value in changed.items():
             target = given[where]
             if (
@@ -491,8 +516,9 @@ class Child:
                 or value.dtype != target.dtype
             ):
                 raise StudentError(
-                    f"changed the shape or dtype of argument {where if type(where) is str else where + 1} in "
-                    f"place; work on new tensors instead",
+                    _(
+                        "changed the shape or dtype of argument {which} in place; work on new tensors instead"
+                    ).format(which=where if type(where) is str else where + 1),
                     raised=False,
                 )
             with torch.no_grad():
@@ -554,7 +580,9 @@ class RemoteFunction(TimedElsewhere):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = self.child.call(self.__name__, args, kwargs, watch=self.watch, ran=self.ran)
         if self.ran:  # the check stops here: the grader's message says what ran (autograder.record)
-            raise StudentError(f"ran {self.ran[0]}, which its notebook's rules forbid", raised=False)
+            raise StudentError(
+                _("ran {name}, which its notebook's rules forbid").format(name=self.ran[0]), raised=False
+            )
         self.answered += 1
         return result
 

@@ -16,6 +16,7 @@ import torch
 from posref.grading.report import StudentError
 from posref.grading.speed.links import run_calls
 from posref.grading.speed.timing import chain_output_problem
+from posref.i18n import _
 
 ALIGN = 64
 """Every tensor of a round starts at a multiple of this many bytes of the buffer."""
@@ -48,7 +49,7 @@ def run_chain_here(fn: Any, request: dict, shared: mmap.mmap) -> dict:
     def check(y: Any) -> None:
         problem = chain_output_problem(y, out)
         if problem is not None:
-            raise TypeError(f"{problem} while being timed")
+            raise TypeError(_("{problem} while being timed").format(problem=problem))
 
     stop = request["stop"]
     y, done = run_calls(fn, chain, request["max_calls"], check, lambda: shared[stop] != 0, sums)
@@ -104,5 +105,5 @@ def read_back(fd: int, spec: dict, like: torch.Tensor) -> torch.Tensor:
     """The tensor the child left in the buffer ``fd`` where ``spec`` places one like ``like``."""
     data = bytearray(like.nbytes)
     if os.preadv(fd, [data], spec["__shared__"][0]) != len(data):
-        raise StudentError("left the shared buffer unreadable", raised=False)
+        raise StudentError(_("left the shared buffer unreadable"), raised=False)
     return torch.frombuffer(data, dtype=torch.uint8).view(like.dtype).view(like.shape)
