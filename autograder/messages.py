@@ -82,6 +82,11 @@ MAINLAND = [
     ("压缩过的项目", "压缩过的条目"),
     ("以代码", "以退出码"),
     ("无穷循环", "死循环"),
+    ("乱数种子", "随机种子"),
+    ("清单", "列表"),
+    ("控制项", "控件"),
+    ("内插", "插值"),
+    ("原本的长度", "原始长度"),
     ("预设", "默认"),
     ("是 头的", "是头的"),
     ("个头 的", "个头的"),
@@ -90,6 +95,7 @@ MAINLAND = [
 CAPITALISED = ("token", "query", "key", "value", "attention")
 # a table's row is 列 in Taiwan and 行 in the mainland, its column 欄 and 列; these words keep their 列
 KEEPS_LIE = ("排列", "序列", "并列", "数列", "列出", "列举")
+_CJK = "\u3000-\u9fff\uff00-\uffef"  # CJK characters and full-width punctuation
 
 
 def mainland(text: str) -> str:
@@ -106,8 +112,10 @@ def mainland(text: str) -> str:
         text = text.replace(taiwan, mainland_term)
     for word in CAPITALISED:  # a word of its own, not a name in code (key_position, 'key', .key, {value})
         text = re.sub(rf"(?<![\w.'\"{{]){word}(?![\w'\"(}}])", word.capitalize(), text)
-    # an attention head is 头 (glossary), with no space left beside it (head_dim, 'head' and {head} stay)
-    return re.sub(r" ?(?<![\w.'\"{])head(?![\w'\"(}]) ?", "头", text)
+    # an attention head is 头 (glossary), with no space left between it and a Chinese character (head_dim, 'head'
+    # and {head} stay)
+    text = re.sub(r"(?<![\w.'\"{])head(?![\w'\"(}])", "头", text)
+    return re.sub(f"头 (?=[{_CJK}])", "头", re.sub(f"(?<=[{_CJK}]) 头", "头", text))
 
 
 def extract(root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> dict[str, list[tuple[str, int]]]:

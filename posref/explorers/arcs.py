@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from posref.i18n import _
+
 __all__ = ["draw_angle_arcs", "unseen_share"]
 
 TURN = 2 * math.pi
@@ -45,7 +47,7 @@ def draw_angle_arcs(
         if not math.isfinite(angle) or angle < 0:
             raise ValueError(f"{label}: expected a finite angle >= 0 in radians, got {angle!r}")
     sector = np.linspace(0.0, min(seen, TURN), 200)
-    ax.fill_between(sector, 0.0, 0.45 + 0.2 * len(arcs), color="0.85", label="met in training")
+    ax.fill_between(sector, 0.0, 0.45 + 0.2 * len(arcs), color="0.85", label=_("met in training"))
     for k, (label, angle) in enumerate(arcs.items()):
         phi = np.linspace(0.0, angle, max(2, int(100 * angle)))
         radius = 0.45 + 0.2 * k + 0.06 * phi / TURN

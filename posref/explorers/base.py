@@ -44,6 +44,8 @@ from matplotlib.figure import Figure
 
 from posref._checks import check_positive_int
 from posref._env import flag
+from posref.explorers.fonts import use_language_font
+from posref.i18n import N_, _
 
 __all__ = [
     "DPI",
@@ -64,6 +66,13 @@ __all__ = [
 # dots per inch of every explorer figure (the figure sizes are in inches)
 DPI = 100
 SLIDER_WIDTH = "360px"
+
+
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """An explorer's figure of ``figsize`` inches at ``DPI``, with a font for the language posref speaks
+    (``fonts.use_language_font``): make it before writing any text."""
+    use_language_font()
+    return Figure(figsize=figsize, dpi=DPI)
 
 
 def check_position(name: str, value: object) -> float:
@@ -118,7 +127,7 @@ STATIC_CSS = (
     )
     + " { display: none; }"
 )
-STATIC_CAPTION = "Picture of the explorer as first drawn: run the notebook to move its controls."
+STATIC_CAPTION = N_("Picture of the explorer as first drawn: run the notebook to move its controls.")
 
 
 def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
@@ -136,7 +145,7 @@ def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
         f"<style>{STATIC_CSS}</style>"
         f'<figure class="{STATIC_CLASS}" style="margin: 0">'
         f'<img src="data:image/png;base64,{data}" alt="{alt}"/>'
-        f'<figcaption style="font-size: 85%; color: #555">{html.escape(STATIC_CAPTION)}</figcaption>'
+        f'<figcaption style="font-size: 85%; color: #555">{html.escape(_(STATIC_CAPTION))}</figcaption>'
         "</figure>"
     )
     return {"text/html": markup, "text/plain": f"<{name} explorer: static figure>"}

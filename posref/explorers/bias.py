@@ -13,7 +13,8 @@ import torch
 from matplotlib.figure import Figure
 
 from posref._checks import check_positive_int
-from posref.explorers.base import DPI, Explorer, check_index, int_slider, kept_view
+from posref.explorers.base import Explorer, check_index, int_slider, kept_view, new_figure
+from posref.i18n import _
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 
 __all__ = ["bias_heatmap_explorer", "bias_heatmap_figure", "t5_illustrative_table"]
@@ -64,36 +65,38 @@ class _BiasHeatmaps:
         self.slopes = alibi_slopes(n_heads)
         self.alibi = alibi_bias(self.slopes, length, length).numpy()  # (H, T, T)
         self.t5 = _t5_bias(n_heads, length).numpy()
-        fig = self.figure = Figure(figsize=(13, 4.3), dpi=DPI)
+        fig = self.figure = new_figure((13, 4.3))
         ax_a, ax_t, ax_r = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.1]})
         self.images, self.titles = [], []
         for ax, data, gid, label in (
-            (ax_a, self.alibi, "alibi", "ALiBi bias"),
-            (ax_t, self.t5, "t5", "T5 bias"),
+            (ax_a, self.alibi, "alibi", _("ALiBi bias")),
+            (ax_t, self.t5, "t5", _("T5 bias")),
         ):
             # one colour scale for all heads: a steep head goes dark within a few tokens, a gentle one barely
             # changes over the whole window (a scale per head would draw every ALiBi head the same)
             image = ax.imshow(
                 data[0], cmap="viridis", gid=gid, origin="upper", vmin=float(data.min()), vmax=0.0
             )
-            fig.colorbar(image, ax=ax, fraction=0.046, label=f"{label} (one scale for all heads)")
-            ax.set_xlabel("key position j")
-            ax.set_ylabel("query position i")
+            fig.colorbar(
+                image, ax=ax, fraction=0.046, label=_("{bias} (one scale for all heads)").format(bias=label)
+            )
+            ax.set_xlabel(_("key position j"))
+            ax.set_ylabel(_("query position i"))
             self.images.append(image)
             self.titles.append(ax.set_title("", fontsize=9))
         self.row = i = length // 2
         keys = np.arange(length)
         (self.alibi_row,) = ax_r.plot(
-            keys, self.alibi[0, i], "o-", ms=3, label="ALiBi: a straight line in distance"
+            keys, self.alibi[0, i], "o-", ms=3, label=_("ALiBi: a straight line in distance")
         )
         (self.t5_row,) = ax_r.step(
-            keys, self.t5[0, i], where="mid", label="T5: one value per bucket (illustrative)"
+            keys, self.t5[0, i], where="mid", label=_("T5: one value per bucket (illustrative)")
         )
         low = min(float(self.alibi.min()), float(self.t5.min()))
         ax_r.set_ylim(1.05 * low, -0.05 * low if low < 0 else 1.0)  # the same for all heads, like the colours
         ax_r.axvline(i, color="0.7", lw=0.8, ls=":")
-        ax_r.set_xlabel("key position j")
-        ax_r.set_ylabel(f"bias for query i = {i}")
+        ax_r.set_xlabel(_("key position j"))
+        ax_r.set_ylabel(_("bias for query i = {i}").format(i=i))
         ax_r.legend(fontsize=8, loc="lower center")
         self.row_title = ax_r.set_title("", fontsize=9)
         fig.subplots_adjust(left=0.04, right=0.99, bottom=0.12, top=0.87, wspace=0.42)
@@ -105,10 +108,14 @@ class _BiasHeatmaps:
         self.alibi_row.set_ydata(self.alibi[head, self.row])
         self.t5_row.set_ydata(self.t5[head, self.row])
         self.titles[0].set_text(
-            f"ALiBi, head {head}: slope m = {float(self.slopes[head]):.4g}\nbias = -m·|i - j|"
+            _("ALiBi, head {head}: slope m = {slope:.4g}\nbias = -m·|i - j|").format(
+                head=head, slope=float(self.slopes[head])
+            )
         )
-        self.titles[1].set_text(f"T5 buckets, head {head}: ILLUSTRATIVE table\n(deterministic, not learned)")
-        self.row_title.set_text(f"head {head} of {self.n_heads}: one row of each")
+        self.titles[1].set_text(
+            _("T5 buckets, head {head}: ILLUSTRATIVE table\n(deterministic, not learned)").format(head=head)
+        )
+        self.row_title.set_text(_("head {head} of {n}: one row of each").format(head=head, n=self.n_heads))
         return self.figure
 
 
@@ -132,5 +139,5 @@ def bias_heatmap_explorer(n_heads: int = 8, length: int = 32) -> Explorer:
     updated in place when the slider moves."""
     check_positive_int("n_heads", n_heads)
     check_positive_int("length", length)
-    head = int_slider("head", 0, 0, n_heads - 1)
+    head = int_slider(_("head"), 0, 0, n_heads - 1)
     return Explorer(kept_view(lambda: _BiasHeatmaps(n_heads, length)), {"head": head}, name="bias-heatmap")

@@ -15,7 +15,8 @@ import torch
 from matplotlib.figure import Figure
 
 from posref._checks import check_base, check_positive_int, check_seed
-from posref.explorers.base import DPI, Explorer, check_dim, int_slider, log_slider
+from posref.explorers.base import Explorer, check_dim, int_slider, log_slider, new_figure
+from posref.i18n import _
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
 
@@ -46,7 +47,7 @@ def decay_curves(
     check_positive_int("head_dim", head_dim)
     check_positive_int("max_distance", max_distance)
     seed = check_seed("seed", seed, means="it draws q and k")
-    inv_freq, _ = rope_frequencies(check_dim("head_dim", head_dim), base=check_base("base", base))
+    inv_freq, _factor = rope_frequencies(check_dim("head_dim", head_dim), base=check_base("base", base))
     gen = torch.Generator().manual_seed(seed)
     q, k = torch.randn(2, head_dim, generator=gen)
     distance = torch.arange(max_distance + 1)
@@ -77,25 +78,27 @@ def decay_figure(
     Lines (by gid): ``"aligned"``, ``"random"``, ``"bound"``; x is the distance, y the normalised score.
     """
     curves = decay_curves(head_dim, base, max_distance, seed)
-    fig = Figure(figsize=(10, 4.6), dpi=DPI)
+    fig = new_figure((10, 4.6))
     ax = fig.add_subplot()
     x = curves["distance"]
     ax.plot(x, curves["random"], color="tab:orange", lw=0.9, alpha=0.85, gid="random",
-            label="random q, k (independent Gaussians): no decay in general")  # fmt: skip
+            label=_("random q, k (independent Gaussians): no decay in general"))  # fmt: skip
     ax.plot(x, curves["aligned"], color="tab:blue", lw=1.4, gid="aligned",
-            label="aligned q = k: decays, with ripples")  # fmt: skip
+            label=_("aligned q = k: decays, with ripples"))  # fmt: skip
     ax.plot(x, curves["bound"], color="k", lw=1.2, ls="--", gid="bound",
-            label="RoFormer relative upper bound (normalised)")  # fmt: skip
+            label=_("RoFormer relative upper bound (normalised)"))  # fmt: skip
     ax.axhline(0, color="0.7", lw=0.6)
-    ax.set_xlabel("distance n - m (query at 0, key at n)")
+    ax.set_xlabel(_("distance n - m (query at 0, key at n)"))
     ax.set_ylabel("score / (|q| |k|)")
     ax.set_xlim(0, max_distance)
     ax.legend(
         fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3
     )  # below: never over a curve
     ax.set_title(
-        f"Does RoPE decay with distance? head_dim={head_dim}, base={base:g}, seed={seed}\n"
-        "the bound decays; a score decays only when q and k are aligned (Barbero et al. 2024, arXiv 2410.06205)",
+        _(
+            "Does RoPE decay with distance? head_dim={head_dim}, base={base:g}, seed={seed}\n"
+            "the bound decays; a score decays only when q and k are aligned (Barbero et al. 2024, arXiv 2410.06205)"
+        ).format(head_dim=head_dim, base=base, seed=seed),
         fontsize=9,
     )
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.2, top=0.87)
@@ -110,7 +113,7 @@ def decay_explorer(head_dim: int = 128, base: float = 10000.0, max_distance: int
     log_base = math.log10(base)
     controls = {
         "base": log_slider("base", base, base=10, lo=min(2.0, log_base), hi=max(6.5, log_base), step=0.1),
-        "seed": int_slider("seed of q, k", 0, 0, 50),
-        "max_distance": int_slider("max distance", max_distance, 16, max(4 * max_distance, 4096)),
+        "seed": int_slider(_("seed of q, k"), 0, 0, 50),
+        "max_distance": int_slider(_("max distance"), max_distance, 16, max(4 * max_distance, 4096)),
     }
     return Explorer(decay_figure, controls, name="decay", fixed={"head_dim": head_dim})

@@ -16,7 +16,8 @@ from matplotlib.patches import Circle
 
 from posref._checks import check_base, check_positive_int
 from posref.absolute import sinusoidal_frequencies
-from posref.explorers.base import DPI, Explorer, check_dim, check_position, int_slider
+from posref.explorers.base import Explorer, check_dim, check_position, int_slider, new_figure
+from posref.i18n import _
 
 __all__ = ["fingerprint_angles", "fingerprint_explorer", "fingerprint_figure"]
 
@@ -58,7 +59,7 @@ def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) ->
     ncols = min(8, n_pairs)
     nrows = math.ceil(n_pairs / ncols)
     dx, dy = 2.5, 3.0  # clock spacing in data units (radius 1)
-    fig = Figure(figsize=(1.25 * ncols + 0.4, 1.5 * nrows + 0.9), dpi=DPI)
+    fig = new_figure((1.25 * ncols + 0.4, 1.5 * nrows + 0.9))
     ax = fig.add_subplot()
     centres = np.array([((i % ncols) * dx, -(i // ncols) * dy) for i in range(n_pairs)])
     tips = centres + np.stack((np.sin(angles), np.cos(angles)), axis=1)
@@ -79,9 +80,16 @@ def fingerprint_figure(position: float, dim: int = 64, base: float = 10000.0) ->
     ax.set_aspect("equal")
     ax.axis("off")
     fig.suptitle(
-        f"Position fingerprint: PE({position:g}), dim={dim}, base={base:g}\n"
-        f"hand i turns once every λ_i = 2π·base^(2i/dim) positions "
-        f"(fastest {_format_length(wavelengths[0])}, slowest {_format_length(wavelengths[-1])})",
+        _(
+            "Position fingerprint: PE({position:g}), dim={dim}, base={base:g}\n"
+            "hand i turns once every λ_i = 2π·base^(2i/dim) positions (fastest {fastest}, slowest {slowest})"
+        ).format(
+            position=position,
+            dim=dim,
+            base=base,
+            fastest=_format_length(wavelengths[0]),
+            slowest=_format_length(wavelengths[-1]),
+        ),
         fontsize=9,
     )
     height = 1.5 * nrows + 0.9
@@ -101,7 +109,7 @@ def fingerprint_explorer(
     check_base("base", base)
     check_positive_int("max_position", max_position)
     start = min(int(check_position("position", position)), max_position)
-    position = int_slider("position p", start, 0, max_position)
+    position = int_slider(_("position p"), start, 0, max_position)
     return Explorer(
         fingerprint_figure, {"position": position}, name="fingerprint", fixed={"dim": dim, "base": base}
     )

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import warnings
 from collections.abc import Iterable
 
 import matplotlib
 from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font
 
-__all__ = ["LECTURE_CHARACTERS", "cjk_font", "sentence_text"]
+from posref.i18n import _, get_language
+
+__all__ = ["LECTURE_CHARACTERS", "cjk_font", "sentence_text", "use_language_font"]
 
 # every character of the lecture's example sentences (你打我, 我打你, 貓吃魚嗎, 貓吃了魚)
 LECTURE_CHARACTERS = "你打我貓吃魚嗎了"
@@ -136,3 +139,31 @@ def sentence_text(chinese: str, pinyin: str, *, fonts: Iterable[font_manager.Fon
         return pinyin
     _use_in_figures(name, fonts)
     return chinese
+
+
+# characters the figures of each edition write in their labels (position, frequency, rotation, loss, key, bias)
+LANGUAGE_CHARACTERS = {"zh-TW": "位置頻率旋轉損失鍵偏置", "zh-CN": "位置频率旋转损失键偏置"}
+_warned: set[str] = set()
+
+
+def use_language_font(fonts: Iterable[font_manager.FontEntry] | None = None) -> str | None:
+    """Before an explorer makes its figure: in zh-TW or zh-CN (``posref.i18n``), make a font that draws the
+    edition's characters matplotlib's fallback family, and return its name; None in English. Where no font has
+    them, warn once (the labels would be boxes) and return None. ``fonts`` as in ``cjk_font``."""
+    language = get_language()
+    if language not in LANGUAGE_CHARACTERS:
+        return None
+    fonts = None if fonts is None else list(fonts)
+    name = cjk_font(fonts, text=LANGUAGE_CHARACTERS[language])
+    if name is None:
+        if language not in _warned:
+            _warned.add(language)
+            warnings.warn(
+                _(
+                    "no font draws Chinese characters, so the figures' labels show boxes: install one (make fonts)"
+                ),
+                stacklevel=2,
+            )
+        return None
+    _use_in_figures(name, fonts)
+    return name

@@ -27,7 +27,8 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from posref._checks import check_positive_int, check_seed
-from posref.explorers.base import DPI, Explorer
+from posref.explorers.base import Explorer, new_figure
+from posref.i18n import _
 from posref.lab.checkpoints import CHECKPOINT_METHODS, EVAL_LENGTHS, TRAIN_LEN, load_checkpoint
 from posref.lab.evaluate import evaluate_lengths
 from posref.lab.tasks import load_char_corpus
@@ -156,31 +157,53 @@ def position_loss_figure(
     if length is not None and smooth > length:
         raise ValueError(f"smooth must be <= the curves' length {length}, got {smooth}")
 
-    fig = Figure(figsize=(11, 4.6), dpi=DPI)
+    fig = new_figure((11, 4.6))
     ax = fig.add_subplot()
     for i, (name, curve) in enumerate(drawn.items()):
         x, y = moving_average(curve, smooth)
         before = curve[:train_len].mean()
-        label = f"{name}: {before:.2f} before {train_len}"
+        label = _("{name}: {before:.2f} before {train_len}").format(
+            name=name, before=before, train_len=train_len
+        )
         if length > train_len:
-            label += f", {curve[train_len:].mean():.2f} from {train_len} on"
+            after = curve[train_len:].mean()
+            label += _(", {after:.2f} from {train_len} on").format(after=after, train_len=train_len)
         colour = colours[name] if colours and name in colours else f"C{i % 10}"
         ax.plot(x, y, lw=1.3, color=colour, gid=name, label=label)
-    ax.axvline(train_len, color="k", ls="--", lw=1, gid="train_len", label=f"training length {train_len}")
-    notes = [f"{name}: no curve ({message})" for name, message in curves.items() if isinstance(message, str)]
+    ax.axvline(
+        train_len,
+        color="k",
+        ls="--",
+        lw=1,
+        gid="train_len",
+        label=_("training length {train_len}").format(train_len=train_len),
+    )
+    no_curve = _("{name}: no curve ({message})")
+    notes = [no_curve.format(name=name, message=m) for name, m in curves.items() if isinstance(m, str)]
     if not curves:
-        notes.append("no model selected: pick one or more in the list")
+        notes.append(_("no model selected: pick one or more in the list"))
     if notes:
         ax.text(0.01, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, color="0.3", va="bottom")
     ax.set_xlim(0, max(length or 0, train_len + 1) - 1)
-    ax.set_xlabel("position in the window")
-    ax.set_ylabel("loss (nats / character)")
+    ax.set_xlabel(_("position in the window"))
+    ax.set_ylabel(_("loss (nats / character)"))
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    windows = f"{n_windows} validation windows, " if n_windows else ""
-    smoothing = f"moving average of the last {smooth} positions" if smooth > 1 else "not smoothed"
+    windows = _("{n} validation windows, ").format(n=n_windows) if n_windows else ""
+    smoothing = (
+        _("moving average of the last {smooth} positions").format(smooth=smooth)
+        if smooth > 1
+        else _("not smoothed")
+    )
     ax.set_title(
-        f"loss at each position, T = {length if length is not None else '-'} ({windows}{smoothing})\n"
-        f"labels: mean loss before position {train_len} and from it on",
+        _(
+            "loss at each position, T = {length} ({windows}{smoothing})\n"
+            "labels: mean loss before position {train_len} and from it on"
+        ).format(
+            length=length if length is not None else "-",
+            windows=windows,
+            smoothing=smoothing,
+            train_len=train_len,
+        ),
         fontsize=9,
     )
     fig.subplots_adjust(left=0.06, right=0.7, bottom=0.11, top=0.87)
@@ -236,17 +259,20 @@ def position_loss_explorer(
             options=list(source.names),
             value=selected,
             rows=min(len(source.names), 6),
-            description="models",
+            description=_("models"),
             layout=widgets.Layout(width="300px"),
         ),
         "length": widgets.Dropdown(
-            options=list(lengths), value=length, description="length T", layout=widgets.Layout(width="200px")
+            options=list(lengths),
+            value=length,
+            description=_("length T"),
+            layout=widgets.Layout(width="200px"),
         ),
         "smooth": widgets.IntSlider(
             value=min(8, min(lengths)),
             min=1,
             max=min(32, min(lengths)),
-            description="moving average",
+            description=_("moving average"),
             continuous_update=False,
             style={"description_width": "initial"},
             layout=widgets.Layout(width="320px"),

@@ -15,7 +15,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Circle
 
 from posref._checks import check_base, check_positive_int
-from posref.explorers.base import DPI, Explorer, check_dim, check_index, check_position, int_slider, kept_view
+from posref.explorers.base import (
+    Explorer,
+    check_dim,
+    check_index,
+    check_position,
+    int_slider,
+    kept_view,
+    new_figure,
+)
+from posref.i18n import _
 from posref.rope import apply_rope, rope_cos_sin
 from posref.scaling import rope_frequencies
 
@@ -40,10 +49,10 @@ class _RopePairView:
     def __init__(self, dim: int = 8, base: float = 10000.0, *, max_position: int = 50) -> None:
         self.dim = check_dim("dim", dim)
         self.max_position = check_positive_int("max_position", max_position)
-        self.inv_freq, _ = rope_frequencies(dim, base=check_base("base", base))
+        self.inv_freq, _factor = rope_frequencies(dim, base=check_base("base", base))
         self._scores: dict[int, np.ndarray] = {}
 
-        fig = self.figure = Figure(figsize=(11, 5.2), dpi=DPI)
+        fig = self.figure = new_figure((11, 5.2))
         ax, hx = self.ax, self.hx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
         ax.add_patch(Circle((0, 0), 1.0, fill=False, lw=0.8, color="0.6"))
         for vec, colour in ((PAIR_QUERY, "tab:blue"), (PAIR_KEY, "tab:orange")):
@@ -63,7 +72,7 @@ class _RopePairView:
         self.phi = math.atan2(PAIR_KEY[1], PAIR_KEY[0]) - math.atan2(PAIR_QUERY[1], PAIR_QUERY[0])
         self.title = ax.set_title("", fontsize=9)
         ax.text(
-            0.98, 0.98, f"faded: q and k before rotation\narc: angle from q to k = (n-m)·w + φ\nφ = {self.phi:.3f} rad (before rotation)",
+            0.98, 0.98, _("faded: q and k before rotation\narc: angle from q to k = (n-m)·w + φ\nφ = {phi:.3f} rad (before rotation)").format(phi=self.phi),
             transform=ax.transAxes, ha="right", va="top", fontsize=7.5, color="0.25",
         )  # fmt: skip
         size = max_position + 1
@@ -76,14 +85,14 @@ class _RopePairView:
             gid="scores",
             aspect="auto",
         )
-        fig.colorbar(self.image, ax=hx, fraction=0.046, label="score of this pair")
+        fig.colorbar(self.image, ax=hx, fraction=0.046, label=_("score of this pair"))
         (self.diagonal,) = hx.plot([], [], "k--", lw=0.8)
         (self.star,) = hx.plot([], [], "k*", ms=11, label="(m, n)")
         hx.set_xlim(-0.5, max_position + 0.5)
         hx.set_ylim(-0.5, max_position + 0.5)
-        hx.set_xlabel("key position n")
-        hx.set_ylabel("query position m")
-        hx.set_title("the score depends on n - m only: constant along diagonals", fontsize=9)
+        hx.set_xlabel(_("key position n"))
+        hx.set_ylabel(_("query position m"))
+        hx.set_title(_("the score depends on n - m only: constant along diagonals"), fontsize=9)
         fig.subplots_adjust(
             left=0.06, right=0.93, bottom=0.17, top=0.84, wspace=0.25
         )  # legends below the axes
@@ -111,7 +120,7 @@ class _RopePairView:
         relative = (n - m) * wf
 
         ax, hx = self.ax, self.hx
-        labels = (f"q rotated by m·w (m={m})", f"k rotated by n·w (n={n})")
+        labels = (_("q rotated by m·w (m={m})").format(m=m), _("k rotated by n·w (n={n})").format(n=n))
         for arrow, tip, vec, label in zip(self.arrows, self.tips, (q_m, k_n), labels, strict=True):
             arrow.set_data([0, vec[0]], [0, vec[1]])
             arrow.set_label(label)
@@ -127,15 +136,19 @@ class _RopePairView:
         )
         ax.legend(handles=self.arrows, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=2, fontsize=8)
         self.title.set_text(
-            f"pair {pair} of dim {dim}: w = base^(-2·{pair}/{dim}) = {wf:.4g} rad/position\n"
-            f"relative angle (n-m)·w = {relative:.3f} rad  (mod 2π: {relative % (2 * math.pi):.3f})\n"
-            f"score q_m·k_n = |q||k| cos((n-m)·w + φ) = {score:+.3f}"
+            _(
+                "pair {pair} of dim {dim}: w = base^(-2·{pair}/{dim}) = {w:.4g} rad/position\n"
+                "relative angle (n-m)·w = {relative:.3f} rad  (mod 2π: {turned:.3f})\n"
+                "score q_m·k_n = |q||k| cos((n-m)·w + φ) = {score:+.3f}"
+            ).format(
+                pair=pair, dim=dim, w=wf, relative=relative, turned=relative % (2 * math.pi), score=score
+            )
         )
         self.image.set_data(self._pair_scores(pair))
         line = np.arange(max_position + 1)
         inside = (line + (n - m) >= 0) & (line + (n - m) <= max_position)
         self.diagonal.set_data(line[inside] + (n - m), line[inside])
-        self.diagonal.set_label(f"n - m = {n - m}: same score")
+        self.diagonal.set_label(_("n - m = {d}: same score").format(d=n - m))
         self.star.set_data([n], [m])
         hx.legend(
             handles=[self.diagonal, self.star],
@@ -168,9 +181,9 @@ def rope_pair_explorer(dim: int = 8, base: float = 10000.0, *, max_position: int
     check_base("base", base)
     check_positive_int("max_position", max_position)
     controls = {
-        "pair": int_slider("pair i", 0, 0, dim // 2 - 1),
-        "m": int_slider("query position m", 2, 0, max_position),
-        "n": int_slider("key position n", 5, 0, max_position),
+        "pair": int_slider(_("pair i"), 0, 0, dim // 2 - 1),
+        "m": int_slider(_("query position m"), 2, 0, max_position),
+        "n": int_slider(_("key position n"), 5, 0, max_position),
     }
     view = kept_view(
         lambda: _RopePairView(dim, base, max_position=max_position)

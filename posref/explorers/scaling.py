@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 
 from posref._checks import check_base, check_choice, check_positive_int
 from posref.config import RopeConfig
-from posref.explorers.base import DPI, SLIDER_WIDTH, Explorer, check_dim, kept_view
+from posref.explorers.base import SLIDER_WIDTH, Explorer, check_dim, kept_view, new_figure
+from posref.i18n import _
 from posref.inspector import Inspection, inspect_rope
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS
 
@@ -154,15 +155,17 @@ class _ScalingView:
         before = plain.wavelengths()[0].numpy()
         self.pairs = pairs = np.arange(len(before))
 
-        fig = self.figure = Figure(figsize=(12, 4.9), dpi=DPI)
+        fig = self.figure = new_figure((12, 4.9))
         ax_w, ax_r = self.ax_w, self.ax_r = fig.subplots(1, 2)
         untouched = pairs[before > original_len]
         for ax in (ax_w, ax_r):
             if len(untouched):
                 ax.axvspan(untouched[0] - 0.5, pairs[-1] + 0.5, color="0.93", zorder=0)
-        (self.before,) = ax_w.semilogy(pairs, before, color="0.45", lw=1.2, gid="before", label="plain RoPE")
+        (self.before,) = ax_w.semilogy(
+            pairs, before, color="0.45", lw=1.2, gid="before", label=_("plain RoPE")
+        )
         (self.after,) = ax_w.semilogy(pairs, before, color="k", lw=0.8, gid="after",
-                                      label="scaled (points coloured by kind)")  # fmt: skip
+                                      label=_("scaled (points coloured by kind)"))  # fmt: skip
         self.points: dict[str, tuple[Any, Any]] = {}
         for kind, colour in _KIND_COLOURS.items():
             self.points[kind] = (
@@ -175,18 +178,18 @@ class _ScalingView:
             ls="--",
             lw=1,
             gid="original",
-            label=f"original length L = {original_len:,}",
+            label=_("original length L = {length:,}").format(length=original_len),
         )
         self.target = ax_w.axhline(original_len, color="k", ls=":", lw=1, gid="target")
-        ax_w.set_xlabel("pair i (0 = fastest); shaded: never a full turn within L")
-        ax_w.set_ylabel("wavelength 2π / w_i (tokens)")
-        ax_w.set_title("wavelength per pair: grey before, coloured after", fontsize=9)
+        ax_w.set_xlabel(_("pair i (0 = fastest); shaded: never a full turn within L"))
+        ax_w.set_ylabel(_("wavelength 2π / w_i (tokens)"))
+        ax_w.set_title(_("wavelength per pair: grey before, coloured after"), fontsize=9)
         ax_r.axhline(1.0, color="tab:green", lw=0.8, ls="--")
         self.factor_line = ax_r.axhline(1.0, color="tab:blue", lw=0.8, ls="--")
         ax_r.set_yscale("log")
         ax_r.minorticks_off()
-        ax_r.set_xlabel("pair i (0 = fastest)")
-        ax_r.set_ylabel("w_i / w'_i (1 = kept, s = interpolated)")
+        ax_r.set_xlabel(_("pair i (0 = fastest)"))
+        ax_r.set_ylabel(_("w_i / w'_i (1 = kept, s = interpolated)"))
         self.ratio_title = ax_r.set_title("", fontsize=9)
         for ax in (ax_w, ax_r):
             ax.set_xlim(-0.5, pairs[-1] + 0.5)
@@ -210,7 +213,9 @@ class _ScalingView:
             on_r.set_offsets(np.stack((pairs[chosen], ratio[chosen]), axis=1))
             on_r.set_label(f"{kind}: {int(chosen.sum())}" if chosen.any() else f"_{kind}")  # "_": no legend
         self.target.set_ydata([factor * self.original_len] * 2)
-        self.target.set_label(f"stretched length s·L = {factor * self.original_len:,.0f}")
+        self.target.set_label(
+            _("stretched length s·L = {length:,.0f}").format(length=factor * self.original_len)
+        )
         ax_w.relim()
         ax_w.autoscale_view(scalex=False)
         ax_w.legend(fontsize=8, loc="upper left")
@@ -223,13 +228,16 @@ class _ScalingView:
         ax_r.set_ylim(lo, hi)
         # below the axes: inside, it covered the points at s of methods that slow every pair (linear)
         ax_r.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
-        self.ratio_title.set_text(f"how much each pair is slowed down (dashed: 1 and s = {factor:g})")
+        self.ratio_title.set_text(
+            _("how much each pair is slowed down (dashed: 1 and s = {factor:g})").format(factor=factor)
+        )
         counts = inspection.counts()
         summary = ", ".join(f"{counts[k]} {k}" for k in _KIND_COLOURS if counts[k])
         self.suptitle.set_text(
-            f"{inspection.name}, s = {factor:g}: head_dim {self.head_dim}, base {self.base:g}, "
-            f"L = {self.original_len:,}\n"
-            f"{summary} (of {len(pairs)} pairs); attention factor {inspection.attention_factor:.4g}"
+            f"{inspection.name}, s = {factor:g}: head_dim {self.head_dim}, base {self.base:g}, L = {self.original_len:,}\n"
+            + _("{summary} (of {n} pairs); attention factor {attention_factor:.4g}").format(
+                summary=summary, n=len(pairs), attention_factor=inspection.attention_factor
+            )
         )
         return self.figure
 
@@ -266,7 +274,7 @@ def factor_slider(factor: float) -> widgets.SelectionSlider:
     return widgets.SelectionSlider(
         options=[(f"{value:g}", value) for value in values],
         value=factor,
-        description="factor s",
+        description=_("factor s"),
         continuous_update=False,
         layout=widgets.Layout(width=SLIDER_WIDTH),
     )
@@ -294,7 +302,7 @@ def scaling_explorer(
         "method": widgets.Dropdown(
             options=[(label, name) for name, label in menu.items()],
             value=method,
-            description="method",
+            description=_("method"),
             layout=widgets.Layout(width=SLIDER_WIDTH),
         ),
         "factor": factor_slider(factor),

@@ -1,0 +1,93 @@
+"""The explorers' figures in the student's language (posref.i18n): titles, axes, legends and sliders in zh-TW or
+zh-CN, drawn with a CJK font where there is one (``fonts.use_language_font``), and in English by default."""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+import pytest
+from matplotlib import font_manager
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from posref import i18n
+from posref.explorers import fonts, rope_pair_explorer, rope_pair_figure
+
+
+@pytest.fixture
+def speaking():
+    """``speaking("zh-TW")`` for the test's duration; posref speaks English again afterwards."""
+    yield i18n.set_language
+    i18n.set_language(None)
+
+
+def _texts(fig) -> list[str]:
+    ax, hx = fig.axes[:2]
+    notes = "\n".join(t.get_text() for t in ax.texts)
+    return [ax.get_title(), hx.get_xlabel(), hx.get_ylabel(), hx.get_title(), notes]
+
+
+def test_a_figure_speaks_the_students_language(speaking):
+    english = _texts(rope_pair_figure(2, 5, 1))
+    assert english[1:4] == [
+        "key position n",
+        "query position m",
+        "the score depends on n - m only: constant along diagonals",
+    ]
+    speaking("zh-TW")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a machine without a CJK font: boxes, and a warning (tested below)
+        taiwan = _texts(rope_pair_figure(2, 5, 1))
+    assert taiwan[0].startswith("維度 8 的第 1 對：w = base^(-2·1/8) = ")
+    assert taiwan[1:4] == ["key 位置 n", "query 位置 m", "分數只依賴 n - m：沿著對角線不變"]
+    assert "淡色：旋轉前的 q 和 k" in taiwan[4]
+    speaking("zh-CN")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mainland = _texts(rope_pair_figure(2, 5, 1))
+    assert mainland[1:4] == ["Key 位置 n", "Query 位置 m", "分数只依赖 n - m：沿着对角线不变"]
+
+
+def test_an_explorers_sliders_speak_the_students_language(speaking):
+    speaking("zh-TW")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        explorer = rope_pair_explorer()
+    assert [explorer.controls[k].description for k in ("pair", "m", "n")] == [
+        "第 i 對",
+        "query 位置 m",
+        "key 位置 n",
+    ]
+
+
+def test_without_a_cjk_font_a_chinese_figure_warns_once(speaking):
+    assert fonts.use_language_font(fonts=[]) is None  # English needs none
+    speaking("zh-CN")
+    fonts._warned.clear()
+    with pytest.warns(UserWarning, match="没有能显示中文字的字体"):
+        assert fonts.use_language_font(fonts=[]) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fonts.use_language_font(fonts=[]) is None  # once only
+
+
+def test_a_cjk_font_draws_the_chinese_labels(speaking):
+    entry = next(
+        (
+            e
+            for e in font_manager.fontManager.ttflist
+            if "CJK" in e.name and fonts._has_glyphs(e.fname, fonts.LANGUAGE_CHARACTERS["zh-TW"])
+        ),
+        None,
+    )
+    if entry is None:
+        pytest.skip("no CJK font here (Debian/Ubuntu: apt-get install fonts-noto-cjk; `make fonts`)")
+    speaking("zh-TW")
+    with matplotlib.rc_context({"font.family": ["sans-serif"]}):
+        assert fonts.use_language_font(fonts=[entry]) == entry.name
+        assert list(matplotlib.rcParams["font.family"]) == ["sans-serif", entry.name]
+        fig = rope_pair_figure(2, 5, 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            FigureCanvasAgg(fig).draw()
+    assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]
