@@ -144,6 +144,9 @@ def sentence_text(chinese: str, pinyin: str, *, fonts: Iterable[font_manager.Fon
 # characters the figures of each edition write in their labels (position, frequency, rotation, loss, key, bias)
 LANGUAGE_CHARACTERS = {"zh-TW": "位置頻率旋轉損失鍵偏置", "zh-CN": "位置频率旋转损失键偏置"}
 _warned: set[str] = set()
+_found: dict[
+    str, str | None
+] = {}  # language -> the font found among matplotlib's and fontconfig's (searched once)
 
 
 def use_language_font(fonts: Iterable[font_manager.FontEntry] | None = None) -> str | None:
@@ -153,8 +156,13 @@ def use_language_font(fonts: Iterable[font_manager.FontEntry] | None = None) -> 
     language = get_language()
     if language not in LANGUAGE_CHARACTERS:
         return None
-    fonts = None if fonts is None else list(fonts)
-    name = cjk_font(fonts, text=LANGUAGE_CHARACTERS[language])
+    if fonts is not None:
+        fonts = list(fonts)
+        name = cjk_font(fonts, text=LANGUAGE_CHARACTERS[language])
+    else:  # a slider redraws a figure: the search (font files opened, fontconfig run) is done once
+        if language not in _found:
+            _found[language] = cjk_font(text=LANGUAGE_CHARACTERS[language])
+        name = _found[language]
     if name is None:
         if language not in _warned:
             _warned.add(language)

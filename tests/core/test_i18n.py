@@ -132,7 +132,9 @@ def _exercise_not_done(name: str, err: BaseException) -> str:
 def test_exercise_not_done_speaks_the_students_language(name, zh_tw):
     i18n.set_language("zh-TW")
     said = _exercise_not_done(name, NotImplementedError())
-    assert said.startswith(zh_tw) and said.endswith("（它的預留位置程式碼仍會引發 NotImplementedError）"), said
+    assert said.startswith(zh_tw) and said.endswith("（它的預留位置程式碼仍會引發 NotImplementedError）"), (
+        said
+    )
     i18n.set_language("en")
     assert _exercise_not_done(name, NotImplementedError()) == (
         f"finish {name} first: this cell uses its result (its stub still raises NotImplementedError)"

@@ -91,3 +91,14 @@ def test_a_cjk_font_draws_the_chinese_labels(speaking):
             warnings.simplefilter("always")
             FigureCanvasAgg(fig).draw()
     assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]
+
+
+def test_the_font_is_searched_once_not_at_each_redraw(speaking, monkeypatch):
+    searched = []
+    monkeypatch.setattr(fonts, "cjk_font", lambda *a, **kw: searched.append(kw["text"]) or "Some CJK Font")
+    monkeypatch.setattr(fonts, "_found", {})
+    speaking("zh-TW")
+    with matplotlib.rc_context():
+        assert [fonts.use_language_font() for _ in range(3)] == ["Some CJK Font"] * 3
+        assert matplotlib.rcParams["font.family"][-1] == "Some CJK Font"
+    assert searched == [fonts.LANGUAGE_CHARACTERS["zh-TW"]]
