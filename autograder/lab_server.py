@@ -47,7 +47,7 @@ from tornado import web
 
 from autograder import course
 from autograder.sanitize import StudentCellsSanitized, clean_rendered_html
-from posref import offline_math
+from posref_jupyter import offline_math
 
 NONCE: ContextVar[str] = ContextVar("posref_csp_nonce", default="")
 SCRIPT_TAG = re.compile(r"<script(?=[\s>])", re.IGNORECASE)

@@ -74,7 +74,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 from autograder.sanitize import StudentCellsSanitized  # noqa: E402
-from posref.offline_math import MathJaxBeside  # noqa: E402
+from posref_jupyter.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 COURSE.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,9 @@ A student's JupyterLab keeps nbgrader's Validate button (with an ``nbgrader_conf
 rest of nbgrader: the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's
 Assignment List and Course List, which only a JupyterHub course has something behind (its hub serves its own
 JupyterLab; here they could only say "Error fetching courses!"), and JupyterLab's news pop-up; and its HTML export
-of a notebook loads nothing from the internet (MathJax inside the page, ``posref.offline_math``). The Jupyter config
+of a notebook loads nothing from the internet (MathJax inside the page, ``posref_jupyter.offline_math``). The Jupyter config
 folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server, with the
-export's template in ``posref/jupyter_data`` first on ``JUPYTER_PATH`` (nothing is written to the user's Jupyter
+export's template in ``posref_jupyter/jupyter_data`` first on ``JUPYTER_PATH`` (nothing is written to the user's Jupyter
 settings). ``--instructor-tools`` leaves out both folders. Run as root
 (containers, cloud notebooks), the server gets ``--allow-root``, without which JupyterLab refuses to start.
 The instructor's JupyterLab, with the course's nbgrader configuration, is ``python -m autograder lab``.
@@ -22,7 +22,7 @@ from the English ones and the translation catalogs) brought into a work folder o
 opened on its start page; ``POSREF_LANG=zh-TW`` in the server's environment, which its kernels inherit, so that
 posref's messages speak the edition's language (``posref.i18n``); and JupyterLab's own interface in that language,
 from its language pack (``jupyterlab-language-pack-zh-tw``, which ``make lab EDITION=zh-TW`` installs), made the
-server's default by the student config's server extension ``posref.lab_language``. Every edition sets it, English
+server's default by the student config's server extension ``posref_jupyter.lab_language``. Every edition sets it, English
 too: ``make lab`` shows JupyterLab in English whatever the operating system's language.
 """
 
@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import posref_jupyter
 from posref import workfolder
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
 # the student's Jupyter data: the nbconvert template of an HTML export that loads nothing from elsewhere
-STUDENT_DATA = Path(__file__).resolve().parent / "jupyter_data"
+STUDENT_DATA = Path(posref_jupyter.__file__).resolve().parent / "jupyter_data"
 CHECKOUT = Path(__file__).resolve().parent.parent
 LANGUAGE_PACKS = "jupyterlab.languagepack"  # the entry points by which JupyterLab finds its language packs
 
@@ -150,7 +151,7 @@ def lab_env(
 ) -> dict[str, str]:
     """``env`` (default: this process's) for the server: the student config first on ``JUPYTER_CONFIG_PATH``
     and the student's Jupyter data first on ``JUPYTER_PATH`` unless ``instructor_tools``; ``POSREF_LANG`` set to the tag of the edition ``lang`` when given (the server's
-    kernels inherit it, and the student config's ``posref.lab_language`` reads it); this Python's scripts first on
+    kernels inherit it, and the student config's ``posref_jupyter.lab_language`` reads it); this Python's scripts first on
     ``PATH`` (nbgrader runs ``alembic`` from it)."""
     out = dict(os.environ if env is None else env)
     out["PATH"] = os.pathsep.join(filter(None, (str(Path(sys.executable).parent), out.get("PATH"))))

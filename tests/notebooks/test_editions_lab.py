@@ -26,7 +26,8 @@ import nbformat
 import pytest
 from test_browser import LabServer, browser_page, chromium, run_all  # noqa: F401 (chromium is a fixture)
 
-from posref import lab_language, launch
+from posref import launch
+from posref_jupyter import lab_language
 
 REPO = Path(__file__).resolve().parents[2]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -76,10 +77,10 @@ def test_an_editions_server_gets_its_language(tag):
     )
     assert env["POSREF_LANG"] == tag
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(launch.STUDENT_CONFIG), "/elsewhere"]
-    assert lab_language.requested_edition(env) is lang
+    assert lab_language.requested_locale(env) == lang.locale
     assert "POSREF_LANG" not in launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})
     server = json.loads((launch.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
-    assert server["ServerApp"]["jpserver_extensions"]["posref.lab_language"] is True
+    assert server["ServerApp"]["jpserver_extensions"]["posref_jupyter.lab_language"] is True
 
 
 def test_the_server_extension_sets_jupyterlabs_default_locale(monkeypatch, tmp_path):
@@ -121,9 +122,9 @@ def test_the_server_extension_sets_jupyterlabs_default_locale(monkeypatch, tmp_p
     chosen.write_text('{"locale": "en"}')
     assert settings_utils.SchemaHandler.get_current_locale(handler) == "en"
 
-    assert lab_language.requested_edition({"POSREF_LANG": "zh_cn"}) is launch.EDITIONS["zh-CN"]
-    assert lab_language.requested_edition({"POSREF_LANG": "fr"}) is None
-    assert lab_language.requested_edition({}) is None
+    assert lab_language.requested_locale({"POSREF_LANG": "zh_cn"}) == "zh_CN"
+    assert lab_language.requested_locale({"POSREF_LANG": "fr-FR"}) is None  # no pack for it
+    assert lab_language.requested_locale({}) is None
 
 
 @pytest.mark.parametrize("tag", ["zh-TW", "zh-CN"])
@@ -200,13 +201,13 @@ def zh_tw_lab(tmp_path_factory) -> Iterator[LabServer]:
         server.stop()
 
 
-def _server_env(server: LabServer) -> dict[str, str]:
-    """The environment of the JupyterLab process that ``posref lab`` started (which its kernels inherit)."""
+def _server_process(server: LabServer):
+    """The JupyterLab process that ``posref lab`` started (whose environment its kernels inherit)."""
     psutil = pytest.importorskip("psutil")
     (jupyterlab,) = [
         p for p in psutil.Process(server.proc.pid).children() if "jupyterlab" in " ".join(p.cmdline())
     ]
-    return jupyterlab.environ()
+    return jupyterlab
 
 
 @pytest.mark.slow  # starts the module's JupyterLab: 15-30 s
@@ -226,10 +227,12 @@ def test_posref_lab_lang_serves_the_editions_start_page_in_its_language(zh_tw_la
     assert pack[""]["language"] == "zh-TW" and pack["Run All Cells"] == ["執行所有儲存格"]
     browser = "/lab/api/settings/@jupyterlab/filebrowser-extension:browser"
     assert json.loads(server.api("GET", browser))["schema"]["title"] == "檔案瀏覽器"
-    env = _server_env(server)
+    env = _server_process(server).environ()
     assert env["POSREF_LANG"] == "zh-TW"
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(launch.STUDENT_CONFIG)
-    assert "posref: JupyterLab's interface language is zh_TW (zh-TW edition)" in server.log_tail(10**6)
+    assert "posref: JupyterLab's interface language is zh_TW (POSREF_LANG=zh-TW)" in server.log_tail(10**6)
+    # the server imports nothing of posref's own (torch: seconds and hundreds of MB at every start)
+    assert not [m.path for m in _server_process(server).memory_maps() if "libtorch" in m.path]
 
 
 def _shot_dir(tmp_path: Path) -> Path:

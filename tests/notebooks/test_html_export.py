@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from test_browser import LabServer, browser_page, chromium  # noqa: F401 (chromium is a fixture)
 
-from posref import launch, offline_math
+from posref import launch
+from posref_jupyter import offline_math
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "04_rope" / "04_rope.ipynb"

@@ -1,5 +1,5 @@
 // MathJax 2 run from inside the page: a student's HTML export of a notebook carries MathJax's files in itself
-// (posref/offline_math.py, inline_mathjax), so that its formulas typeset offline and the page loads nothing from
+// (posref_jupyter/offline_math.py, inline_mathjax), so that its formulas typeset offline and the page loads nothing from
 // another file or host. Called, after the course's configuration (mathjax_config.js) has set window.MathJax, with
 // {scripts: {"[MathJax]/config/Safe.js": source, ...}, fonts: {"STIXMathJax_Main-Regular.woff": base64, ...}}.
 (function (files) {

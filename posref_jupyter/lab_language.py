@@ -9,24 +9,29 @@ page loads, and the language in which the server translates the settings schemas
 (File, Edit, Run, ...). A default set through the settings overrides reaches only the first (the server reads
 only a user's own choice, then falls back to the operating system's), and setting the operating system's locale
 needs that locale installed, which few machines have for ``zh_TW``. So this extension makes the server's default
-locale the one of the edition ``POSREF_LANG`` names (``posref lab --lang`` sets it), with its language pack
-installed: English for ``make lab``, Traditional Chinese for ``make lab EDITION=zh-TW``. A language the student
-chose themselves (JupyterLab's Settings > Language, kept in their own settings) still wins.
+locale the one ``POSREF_LANG`` names (``posref lab --lang`` sets it to the edition's tag: ``en``, ``zh-TW``,
+``zh-CN``), when JupyterLab has that language: English for ``make lab``, Traditional Chinese for ``make lab
+EDITION=zh-TW``. A language the student chose themselves (JupyterLab's Settings > Language, kept in their own
+settings) still wins.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from importlib.metadata import entry_points
 
-from posref.launch import Edition, edition
+LANGUAGE_PACKS = "jupyterlab.languagepack"  # the entry points by which JupyterLab finds its language packs
 
 
-def requested_edition(env: os._Environ | dict[str, str] = os.environ) -> Edition | None:
-    """The edition ``POSREF_LANG`` names, or None when it names none (then the server's default stays as it is)."""
-    try:
-        return edition(env["POSREF_LANG"])
-    except (KeyError, ValueError):
-        return None
+def requested_locale(env: Mapping[str, str] = os.environ) -> str | None:
+    """JupyterLab's locale (``zh_TW``) for the language tag in ``POSREF_LANG`` (``zh-TW``, ``zh_tw``, ...): English,
+    or a language whose pack is installed; None otherwise (then the server's default stays as it is)."""
+    parts = env.get("POSREF_LANG", "").strip().replace("-", "_").split("_")
+    locale = "_".join([parts[0].lower(), *(part.upper() for part in parts[1:])])
+    if locale == "en" or any(e.name == locale for e in entry_points(group=LANGUAGE_PACKS)):
+        return locale
+    return None
 
 
 def set_default_locale(locale: str) -> None:
@@ -37,12 +42,14 @@ def set_default_locale(locale: str) -> None:
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    return [{"module": "posref.lab_language"}]
+    return [{"module": "posref_jupyter.lab_language"}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
-    lang = requested_edition()
-    if lang is None or not lang.pack_installed():  # posref lab said what to install
+    locale = requested_locale()
+    if locale is None:  # posref lab said what to install
         return
-    set_default_locale(lang.locale)
-    serverapp.log.info("posref: JupyterLab's interface language is %s (%s edition)", lang.locale, lang.tag)
+    set_default_locale(locale)
+    serverapp.log.info(
+        "posref: JupyterLab's interface language is %s (POSREF_LANG=%s)", locale, os.environ["POSREF_LANG"]
+    )
