@@ -3,6 +3,20 @@
 The only conftest.py of the tests: test files import helpers from it (``from conftest import assert_close``),
 and a second conftest.py in a sub-folder would be imported under the same name and shadow this one for every
 test collected after it (pytest's default import mode; tests/test_layers.py checks there is one).
+
+How ``make test`` spreads the suite over the CPUs (``pytest -n auto``, pytest-xdist with ``--dist loadgroup``, set
+in pyproject.toml), decided here (``pytest_collection_modifyitems``):
+
+- A test file is one unit of work: all its tests run in one worker process, one after the other, so a
+  module-scoped fixture (a graded class, a server) is made once. A file marked ``spread`` (``pytestmark =
+  pytest.mark.spread``: its tests share nothing costly) hands out each test on its own instead.
+- Files that must not run beside each other share a named group (``pytest.mark.xdist_group("sandbox")``): one
+  worker runs the whole group, one test at a time. ``sandbox``: children as ``Sandbox()``'s default uid (one
+  uid's process limit and keyring are shared by every process of that uid); ``browser``: every file with a test
+  marked ``browser`` (a JupyterLab server and Chromium each: two at once starve a 2-core machine's pages).
+- Units with a ``slow`` test are handed out first (in the order collected), so that the long ones start early and
+  the short ones fill the end.
+- Each worker runs torch on one thread: as many workers as CPUs, each on its own.
 """
 
 from __future__ import annotations
@@ -21,6 +35,40 @@ import torch
 from posref.grading.speed.timing import single_thread
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _in_a_worker(config: pytest.Config) -> bool:
+    """Whether this process is one of pytest-xdist's workers (not a plain run, not the controller)."""
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _in_a_worker(config):
+        torch.set_num_threads(1)
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _unit(item: pytest.Item) -> str:
+    """The unit of work an item belongs to: its group, or (a test of a spread file) the test itself."""
+    group = item.get_closest_marker("xdist_group")
+    return group.args[0] if group else item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _in_a_worker(config):
+        return
+    browser_files = {_file(item) for item in items if item.get_closest_marker("browser")}
+    for item in items:
+        if _file(item) in browser_files:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif item.get_closest_marker("xdist_group") is None and item.get_closest_marker("spread") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))  # the file (pytest needs unique names)
+    slow = {_unit(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _unit(item) not in slow)  # stable: the collected order otherwise
 
 
 def assert_close(

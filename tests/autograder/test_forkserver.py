@@ -15,7 +15,10 @@ from posref.grading.child import forkserver
 from posref.grading.child.remote import ChildFailed, RemoteFunction
 
 SANDBOX = Sandbox()
-pytestmark = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")
+pytestmark = [
+    pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}"),
+    pytest.mark.xdist_group("sandbox"),  # see tests/conftest.py
+]
 
 LITTER = """
 import os, resource, signal, subprocess

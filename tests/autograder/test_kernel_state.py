@@ -22,11 +22,13 @@ from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
-from autograder import seccomp
+from autograder import seccomp, worker
 from autograder.demo.submissions import PE, ROPE
 from autograder.record import _Children
 from autograder.sandbox import Limits, Sandbox
 from posref.grading.child.remote import Child
+
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
 
 # what a child runs to leave things behind (``leave``) and to find them (``find``): one name for all of it
 KERNEL_OBJECTS = r'''
@@ -220,9 +222,11 @@ def test_a_child_leaves_nothing_for_the_next_student_nor_on_the_host(
     record = (course / "records" / "positions" / "attacker.json").read_text()
     for what in ("message queues", *KERNEL):
         assert re.search(rf"\('{what}', '{REFUSED}'\)", record), (what, record)
-    # nothing on the host either: no key, no System V object of a grading uid
+    # nothing on the host either: no key, no System V object of the uids this worker graded as (its students' and
+    # its reference child's; every other grading process has uids of its own, a parallel test's included)
     keys_after = _host_keys()
-    graders = range(61000, 64000)
+    box = worker._sandbox()[0]  # the in-process worker's
+    graders = {box.uid, box.for_reference.uid}
     assert {uid: n for uid, n in keys_after.items() if uid in graders and n > keys_before.get(uid, 0)} == {}
     assert not _host_ipc_owners() & set(graders)
 

@@ -14,6 +14,8 @@ from autograder.record import _Children, _run_check, checker_calls, grade_notebo
 from autograder.sandbox import Sandbox
 from posref.grading.child.remote import BudgetSpent, RemoteFunction
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 
 def test_checker_calls_are_read_from_the_test_cell_source():
     source = (

@@ -31,7 +31,7 @@ from autograder.sandbox import Limits, Sandbox
 from posref.grading.child.processes import cpu_seconds
 from posref.grading.child.remote import Child
 
-pytestmark = needs_bwrap
+pytestmark = [needs_bwrap, pytest.mark.xdist_group("sandbox")]  # the group: see tests/conftest.py
 CORRECT = {"sinusoidal_pe": PE, "apply_rope": ROPE}
 XCPU = "killed by signal 24 (CPU time limit)"
 

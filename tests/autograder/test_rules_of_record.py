@@ -4,11 +4,14 @@ function's tests, with a message naming the call; the other answers are graded a
 from __future__ import annotations
 
 import nbformat
+import pytest
 from course_helpers import grade_with_answers
 
 from autograder.course import REPO
 from autograder.record import _broken_rule, grade_notebook
 from autograder.sandbox import Sandbox
+
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
 
 
 def test_calling_sdpa_in_01s_attention_earns_nothing_for_it_and_changes_nothing_else(tmp_path):

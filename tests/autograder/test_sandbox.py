@@ -11,6 +11,8 @@ from autograder.course import REPO
 from autograder.sandbox import Sandbox, submission_files
 from posref.grading.child.remote import Child, ChildFailed
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 
 @needs_bwrap
 def test_the_sandbox_has_no_network_no_other_files_and_writes_only_to_scratch(tmp_path):

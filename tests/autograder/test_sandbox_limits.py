@@ -22,6 +22,8 @@ from posref.grading.child.remote import Child, ChildFailed
 from posref.grading.child.scratch import remove_tree
 from posref.grading.report import StudentError
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 SANDBOX = Sandbox()
 needs_bwrap = pytest.mark.skipif(SANDBOX.problem is not None, reason=f"no sandbox: {SANDBOX.problem}")
 needs_cgroup = pytest.mark.skipif(

@@ -22,6 +22,8 @@ from posref.grading.speed import lab, timing
 from posref.grading.speed.links import weights_at
 from posref.grading.speed.timing import Chain, seal
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 HERE = Path(__file__).resolve().parent
 IMPLS = [HERE.parent / "grading" / "student_impls_speed.py", HERE.parent / "grading" / "student_impls.py"]
 ANSWERS = [*IMPLS, HERE / "speed_submissions.py"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from course_helpers import grade_with_answers
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 ATTENTION = """
 import math
 

@@ -20,6 +20,7 @@ from posref.grading.cases import Draw, hidden_seed
 from posref.grading.checks.scaling import FREQUENCY_MISTAKES
 from posref.lab.positions import RoPEPositions
 
+pytestmark = pytest.mark.spread  # each test on any worker (see tests/conftest.py)
 DRAWS = 200
 
 

@@ -30,6 +30,8 @@ import nbformat
 import notebook_helpers as nh
 import pytest
 
+pytestmark = pytest.mark.spread  # each notebook in any worker, beside the others (see tests/conftest.py)
+
 ASSIGNMENTS = sorted(p.name for p in (nh.REPO / "solutions").iterdir() if p.is_dir())
 
 # notebook -> markdown cell id -> (code cell id whose output it quotes, strings quoted)

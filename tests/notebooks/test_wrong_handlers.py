@@ -23,6 +23,8 @@ import pytest
 from autograder.record import grade_notebook
 from autograder.sandbox import Sandbox
 
+pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
+
 ROPE_FUNCTIONS = """
 def rope_cos_sin(positions, inv_freq):
     angles = positions.float()[..., None] * inv_freq.float()
