@@ -97,16 +97,22 @@ def _losses_to_logits(y: torch.Tensor, chain: Any, i: int) -> torch.Tensor:
 
 
 def _table_to_base(y: torch.Tensor, chain: Any, i: int) -> float:
-    """A sinusoidal table -> the next ``base``: ``start * u * 2 ** mean(y)`` (the table's mean is in [-1, 1], so the
-    base stays within a factor 4 of the drawn one)."""
-    return chain.start * fresh(chain.phase, i) * 2.0 ** float(y.mean())
+    """A sinusoidal table -> the next ``base``: ``start * (u_i / u_0) * 2 ** (mean(y) / 4)``, ``u_i`` call ``i``'s
+    fresh factor. Call 0 ran at ``start`` itself (factor ``u_0 / u_0``), so consecutive bases' fresh parts differ by
+    a factor 1.69 or more, call 1 included; the table's mean is in [-1, 1], so its term moves the base by at most
+    ``2 ** 0.5`` between calls and can never cancel that (with ``u_i * 2 ** mean(y)``, it could, and at some phases
+    a call's table was within one tolerance of the last one). The base stays within a factor 5 of the drawn one."""
+    u = fresh(chain.phase, i) / fresh(chain.phase, 0)
+    return chain.start * u * 2.0 ** (float(y.mean()) / 4.0)
 
 
 def _bias_to_slopes(y: torch.Tensor, chain: Any, i: int) -> torch.Tensor:
-    """An ALiBi bias ``(H, Tq, Tk)`` -> the next slopes ``(H,)``: ``start * (1 + u + tanh(mean_h / (1 + |mean_h|)))``
-    (each head's slope moved by that head's own bias, kept positive)."""
+    """An ALiBi bias ``(H, Tq, Tk)`` -> the next slopes ``(H,)``:
+    ``start * (1 + u + tanh(mean_h / (1 + |mean_h|)) / 10)``: each head's slope moved by that head's own bias, kept
+    positive, by less than consecutive fresh factors differ (``u`` moves by 0.35 or more, the bias's term by at
+    most 0.16), so the previous bias never cancels the fresh factor."""
     m = y.mean((1, 2))
-    return chain.start * (m / (1 + m.abs())).tanh_().add_(1.0 + fresh(chain.phase, i))
+    return chain.start * (m / (1 + m.abs())).tanh_().mul_(0.1).add_(1.0 + fresh(chain.phase, i))
 
 
 def _buckets_to_offsets(y: torch.Tensor, chain: Any, i: int) -> torch.Tensor:
