@@ -20,9 +20,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "data"  # the course's data; the wheel carries it as posref/data/
+SDIST = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["sdist"][
+    "only-include"
+]  # what the wheel is built from
 NOTEBOOK = "07b_longrope"  # reads the corpus, the RoPE checkpoint and model_configs.json
 
 CHECK = """
@@ -51,13 +55,18 @@ print("WHERE " + json.dumps({"posref": posref.__file__, "data": str(DATA_DIR), "
 
 
 def build_wheel(tmp: Path) -> Path:
-    """``pip wheel`` of a copy of what the wheel is built from (the checkout stays untouched) -> the wheel."""
+    """``pip wheel`` of a copy of what the wheel is built from (the checkout stays untouched) -> the wheel. What is
+    copied is what pyproject.toml's sdist holds, so that a package added there is in the test's wheel too."""
     src = tmp / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy2(REPO / name, src / name)
-    for name in ("posref", "data"):
-        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy2(REPO / "pyproject.toml", src / "pyproject.toml")
+    for name in SDIST:
+        if (REPO / name).is_dir():
+            shutil.copytree(
+                REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+            )
+        else:
+            shutil.copy2(REPO / name, src / name)
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(
         [*pip_wheel, "-w", str(tmp), "."], cwd=src, capture_output=True, text=True, timeout=300
