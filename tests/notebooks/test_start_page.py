@@ -343,14 +343,16 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
     with browser_page(chromium, server.home) as page:
         try:
             page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
-            stub = page.locator(
+            # JupyterLab may restore an earlier test's tabs, hidden: only the panel in view is this notebook's
+            panel = page.locator(".jp-NotebookPanel:visible")
+            stub = panel.locator(
                 ".jp-CodeCell .jp-InputArea-editor", has_text="raise NotImplementedError"
             ).first
             stub.click()
             page.keyboard.press("Control+a")
             page.keyboard.type(answer)
             # the editor holds the answer before it is saved (on a loaded machine typing lags the keys)
-            page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).first.wait_for()
+            panel.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).first.wait_for()
             saved = save_notebook(page, mine)
             assert any(c.source == answer for c in saved.cells), "the answer was not saved"
             written = mine.read_bytes()
