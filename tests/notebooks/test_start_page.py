@@ -342,7 +342,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
     answer = "my_answer = 4242  # written in JupyterLab"
     with browser_page(chromium, server.home) as page:
         try:
-            page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+            page.goto(f"{server.url}/lab/tree/{relative}?reset&token={server.token}")  # no restored tabs
             # JupyterLab may restore an earlier test's tabs, hidden: only the panel in view is this notebook's
             panel = page.locator(".jp-NotebookPanel:visible")
             stub = panel.locator(
