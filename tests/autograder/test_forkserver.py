@@ -21,7 +21,7 @@ pytestmark = [
 ]
 
 LITTER = """
-import os, resource, signal, subprocess
+import os, resource, signal, subprocess, time
 def litter():  # files in every writable place, a process that would outlive the child, a hidden one
     for folder in (".", "/tmp", "/dev/shm"):
         try:
@@ -29,15 +29,21 @@ def litter():  # files in every writable place, a process that would outlive the
             open(f"{folder}/left/deeper/answers.txt", "w").write("42")
         except OSError:
             pass
-    return subprocess.Popen(["sleep", "600"], start_new_session=True).pid
+    sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True).pid
+    for _ in range(3000):  # Popen returns once exec has begun: wait until it has set up sleep's arguments
+        if open(f"/proc/{sleeper}/cmdline").read().startswith("sleep"):
+            break
+        time.sleep(0.01)
+    return sleeper
 def look(sleeper):  # what is left of litter()'s files (a checkout under /tmp is bound into the sandbox's /tmp)
     files = []
     for folder in (".", "/tmp", "/dev/shm"):
         if os.path.lexists(f"{folder}/left"):
             files += [f"{folder}/left"] + [os.path.join(r, n) for r, ds, fs in os.walk(f"{folder}/left") for n in ds + fs]
     files.sort()
-    try:
-        running = open(f"/proc/{sleeper}/cmdline").read().startswith("sleep")
+    try:  # "pid (comm) state ...": a zombie (ended, not yet reaped) is not running
+        comm, state = open(f"/proc/{sleeper}/stat").read().rsplit(")", 1)
+        running = comm.endswith("(sleep") and state.split()[0] not in "ZX"
     except OSError:
         running = False
     return files, running
