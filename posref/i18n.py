@@ -21,6 +21,8 @@ A language is written ``zh-TW`` or ``zh_TW``, in any case.
 from __future__ import annotations
 
 import os
+import re
+import string
 import warnings
 from functools import cache
 from pathlib import Path
@@ -29,6 +31,10 @@ LANGUAGES = ("en", "zh-TW", "zh-CN")
 ENV = "POSREF_LANG"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "posref"
+
+# a Chinese character (CJK ideographs) meeting a Latin letter or a digit, which Chinese typography spaces apart
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z0-9]")
 
 _chosen: str | None = None
 _warned: set[str] = set()
@@ -97,3 +103,25 @@ def _(message: str) -> str:
 def N_(message: str) -> str:
     """Mark ``message`` for the catalogs without translating it now (a constant, translated where it is shown)."""
     return message
+
+
+def fill(message: str, **fields: object) -> str:
+    """``message.format(**fields)``, with a space put where a field's text meets the message's text and one side
+    is a Chinese character, the other a Latin letter or a digit: ``請先完成{exercise}：`` with ``pasting your
+    NoPEHandler`` says ``請先完成 pasting your NoPEHandler：``, with ``練習 3`` ``請先完成練習 3：``. An English
+    message, whose words are spaced already, is ``str.format``'s."""
+    pieces = []
+    for literal, name, spec, conversion in string.Formatter().parse(message):
+        pieces.append(literal)
+        if name is not None:
+            field = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            pieces.append(field.format(**fields))
+    text = ""
+    for piece in filter(None, pieces):
+        if text and (
+            (_HAN.fullmatch(text[-1]) and _LATIN.fullmatch(piece[0]))
+            or (_LATIN.fullmatch(text[-1]) and _HAN.fullmatch(piece[0]))
+        ):
+            text += " "
+        text += piece
+    return text

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import torch
 
 from posref._env import flag as _flag
-from posref.i18n import _
+from posref.i18n import _, fill
 
 
 def fast() -> bool:
@@ -98,8 +98,10 @@ def uses(exercise: str) -> Iterator[None]:
             else f"NameError: {err}"
         )
         raise ExerciseNotDone(
-            _("finish {exercise} first: this cell uses its result ({why})").format(
-                exercise=_exercise(exercise), why=why
+            fill(
+                _("finish {exercise} first: this cell uses its result ({why})"),
+                exercise=_exercise(exercise),
+                why=why,
             )
         ) from None
 

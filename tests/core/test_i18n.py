@@ -123,9 +123,9 @@ def _exercise_not_done(name: str, err: BaseException) -> str:
             "請先完成練習 1 和 2 (alibi_slopes, alibi_bias)：這個",
         ),
         ("Exercises 1 to 7", "請先完成練習 1 到 7：這個儲存格"),
-        (
+        (  # a free-text name: a space between the Chinese and the English word that meet
             "pasting your NoPEHandler from notebook 06",
-            "請先完成pasting your NoPEHandler from notebook 06：這個",
+            "請先完成 pasting your NoPEHandler from notebook 06：這個",
         ),
     ],
 )
@@ -139,6 +139,39 @@ def test_exercise_not_done_speaks_the_students_language(name, zh_tw):
     assert _exercise_not_done(name, NotImplementedError()) == (
         f"finish {name} first: this cell uses its result (its stub still raises NotImplementedError)"
     )
+
+
+@pytest.mark.parametrize(
+    "language, said",
+    [
+        ("en", "finish pasting your NoPEHandler from notebook 06 first: this cell uses its result"),
+        ("zh-TW", "請先完成 pasting your NoPEHandler from notebook 06：這個儲存格要用到它的結果"),
+        ("zh-CN", "请先完成 pasting your NoPEHandler from notebook 06：这个单元格要用到它的结果"),
+    ],
+)
+def test_a_free_text_exercise_is_spaced_from_the_chinese_it_meets(language, said):
+    i18n.set_language(language)
+    assert _exercise_not_done("pasting your NoPEHandler from notebook 06", NameError("x")).startswith(said)
+    assert _exercise_not_done("Exercise 2", NotImplementedError()).startswith(
+        {"en": "finish Exercise 2 first", "zh-TW": "請先完成練習 2：", "zh-CN": "请先完成练习 2："}[language]
+    )
+
+
+@pytest.mark.parametrize(
+    "message, fields, said",
+    [
+        ("請先完成{x}：", {"x": "pasting"}, "請先完成 pasting："),  # Chinese, then a Latin letter
+        ("{x}必須是正整數", {"x": "n_heads"}, "n_heads 必須是正整數"),  # the other way round
+        ("第{n}列", {"n": 3}, "第 3 列"),  # digits too
+        ("請先完成{x}：", {"x": "練習 3"}, "請先完成練習 3："),  # Chinese meeting Chinese: no space
+        ("請先完成 {x}", {"x": "pasting"}, "請先完成 pasting"),  # a space already there: not doubled
+        ("（{x!r}）", {"x": "a"}, "（'a'）"),  # full-width punctuation: no space
+        ("finish {x} first", {"x": "練習"}, "finish 練習 first"),  # English: str.format's
+        ("{x:.2f}元{{y}}", {"x": 1.5}, "1.50 元{y}"),  # conversions, specs, escaped braces
+    ],
+)
+def test_fill_spaces_chinese_from_latin_only_where_a_field_meets_the_message(message, fields, said):
+    assert i18n.fill(message, **fields) == said
 
 
 def test_a_core_input_error_speaks_the_students_language():
