@@ -22,8 +22,9 @@ from the English ones and the translation catalogs) brought into a work folder o
 opened on its start page; ``POSREF_LANG=zh-TW`` in the server's environment, which its kernels inherit, so that
 posref's messages speak the edition's language (``posref.i18n``); and JupyterLab's own interface in that language,
 from its language pack (``jupyterlab-language-pack-zh-tw``, which ``make lab EDITION=zh-TW`` installs), made the
-server's default by the student config's server extension ``posref_jupyter.lab_language``. Every edition sets it, English
-too: ``make lab`` shows JupyterLab in English whatever the operating system's language.
+server's default by the server extension ``posref_jupyter.lab_language`` (the config folder
+``posref/jupyter_config/language``, with ``--instructor-tools`` too). Every edition sets it, English too: ``make lab``
+shows JupyterLab in English whatever the operating system's language.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from posref import workfolder
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
+# the server extension that makes JupyterLab's interface speak POSREF_LANG's language, for students and instructors
+LANGUAGE_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "language"
 # the student's Jupyter data: the nbconvert template of an HTML export that loads nothing from elsewhere
 STUDENT_DATA = Path(posref_jupyter.__file__).resolve().parent / "jupyter_data"
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -150,16 +153,22 @@ def lab_env(
     *, instructor_tools: bool = False, lang: Edition | None = None, env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``env`` (default: this process's) for the server: the student config first on ``JUPYTER_CONFIG_PATH``
-    and the student's Jupyter data first on ``JUPYTER_PATH`` unless ``instructor_tools``; ``POSREF_LANG`` set to the tag of the edition ``lang`` when given (the server's
-    kernels inherit it, and the student config's ``posref_jupyter.lab_language`` reads it); this Python's scripts first on
-    ``PATH`` (nbgrader runs ``alembic`` from it)."""
+    and the student's Jupyter data first on ``JUPYTER_PATH`` unless ``instructor_tools``; when the edition ``lang``
+    is given, ``POSREF_LANG`` set to its tag (the server's kernels inherit it) and ``LANGUAGE_CONFIG`` on
+    ``JUPYTER_CONFIG_PATH``, whose server extension ``posref_jupyter.lab_language`` reads it, with the instructor's
+    tools too; this Python's scripts first on ``PATH`` (nbgrader runs ``alembic`` from it)."""
     out = dict(os.environ if env is None else env)
     out["PATH"] = os.pathsep.join(filter(None, (str(Path(sys.executable).parent), out.get("PATH"))))
+    first = {"JUPYTER_CONFIG_PATH": [], "JUPYTER_PATH": []}
+    if not instructor_tools:
+        first["JUPYTER_CONFIG_PATH"].append(STUDENT_CONFIG)
+        first["JUPYTER_PATH"].append(STUDENT_DATA)
     if lang is not None:
         out["POSREF_LANG"] = lang.tag
-    if not instructor_tools:
-        for variable, folder in (("JUPYTER_CONFIG_PATH", STUDENT_CONFIG), ("JUPYTER_PATH", STUDENT_DATA)):
-            out[variable] = os.pathsep.join(filter(None, (str(folder), out.get(variable))))
+        first["JUPYTER_CONFIG_PATH"].append(LANGUAGE_CONFIG)
+    for variable, folders in first.items():
+        if folders:
+            out[variable] = os.pathsep.join(filter(None, (*map(str, folders), out.get(variable))))
     return out
 
 

@@ -1,6 +1,6 @@
-"""JupyterLab's own interface in the language of the course's edition: a Jupyter server extension of a student's
-JupyterLab (enabled by ``posref/jupyter_config/student/jupyter_server_config.json``, which ``posref lab`` puts on
-``JUPYTER_CONFIG_PATH``).
+"""JupyterLab's own interface in the language of the course's edition: a Jupyter server extension of the JupyterLab
+of ``posref lab`` (enabled by ``posref/jupyter_config/language/jupyter_server_config.d/posref_lab_language.json``,
+which ``posref lab`` puts on ``JUPYTER_CONFIG_PATH``, for a student and with ``--instructor-tools`` alike).
 
 JupyterLab's language is its setting ``locale`` of ``@jupyterlab/translation-extension:plugin``, whose default,
 ``"default"``, means the server's default locale: the operating system's, read once when ``jupyterlab_server`` is

@@ -76,11 +76,49 @@ def test_an_editions_server_gets_its_language(tag):
         lang=lang, env={"JUPYTER_CONFIG_PATH": "/elsewhere", "POSREF_LANG": "fr", "PATH": "/bin"}
     )
     assert env["POSREF_LANG"] == tag
-    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(launch.STUDENT_CONFIG), "/elsewhere"]
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [
+        str(launch.STUDENT_CONFIG),
+        str(launch.LANGUAGE_CONFIG),
+        "/elsewhere",
+    ]
     assert lab_language.requested_locale(env) == lang.locale
-    assert "POSREF_LANG" not in launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})
-    server = json.loads((launch.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
-    assert server["ServerApp"]["jpserver_extensions"]["posref_jupyter.lab_language"] is True
+    assert _server_extensions(env) == {
+        "posref_jupyter.lab_language": True,
+        "nbgrader.server_extensions.formgrader": False,  # the student's JupyterLab hides the formgrader
+        "nbgrader.server_extensions.assignment_list": False,
+        "nbgrader.server_extensions.course_list": False,
+    }
+    bare = launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})  # python -m autograder lab's
+    assert "POSREF_LANG" not in bare and "JUPYTER_CONFIG_PATH" not in bare
+
+
+def _server_extensions(env: dict[str, str]) -> dict[str, bool]:
+    """The server extensions that the config folders on ``env``'s JUPYTER_CONFIG_PATH enable or disable, merged as
+    the Jupyter server merges them when it starts."""
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    folders = env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep)
+    return ExtensionConfigManager(read_config_path=[f for f in folders if f]).get_jpserver_extensions()
+
+
+def test_the_instructors_lab_follows_lang_too(monkeypatch, tmp_path):
+    """``posref lab --instructor-tools --lang zh-TW``: the formgrader kept (no student config), and JupyterLab's
+    interface in zh-TW as for a student (the language config's server extension reads POSREF_LANG)."""
+    monkeypatch.setattr(launch, "CHECKOUT", _checkout(tmp_path, "zh-TW"))
+    started = []
+    monkeypatch.setattr(launch.subprocess, "call", lambda command, env: started.append((command, env)) or 0)
+    parser = launch.argparse.ArgumentParser()
+    launch.add_lab(parser.add_subparsers())
+    args = parser.parse_args(["lab", "--instructor-tools", "--lang", "zh-TW", "--", "--no-browser"])
+    assert args.handler(args) == 0
+    ((command, env),) = started
+    assert command[-1] == "--no-browser" and str(tmp_path / "work-zh-TW") in " ".join(command)
+    assert env["POSREF_LANG"] == "zh-TW"
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(launch.LANGUAGE_CONFIG)
+    assert str(launch.STUDENT_CONFIG) not in env["JUPYTER_CONFIG_PATH"]
+    assert _server_extensions(env) == {"posref_jupyter.lab_language": True}  # the formgrader stays on
+    taiwan = launch.EDITIONS["zh-TW"]
+    assert lab_language.requested_locale(env) == (taiwan.locale if taiwan.pack_installed() else None)
 
 
 def test_the_server_extension_sets_jupyterlabs_default_locale(monkeypatch, tmp_path):

@@ -137,7 +137,6 @@ STUDENT_SERVER_EXTENSIONS = {
     "nbgrader.server_extensions.formgrader": False,
     "nbgrader.server_extensions.assignment_list": False,
     "nbgrader.server_extensions.course_list": False,
-    "posref_jupyter.lab_language": True,  # JupyterLab's interface in the edition's language (test_editions_lab.py)
 }
 STUDENT_HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:formgrader",
