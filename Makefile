@@ -29,7 +29,7 @@ lab: $(COURSE) fonts $(EDITION_PACK)
 	$(PY) -m posref lab $(EDITION_ARGS)
 
 test: setup system-packages
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --durations=25
 
 setup: $(DEV)
 
