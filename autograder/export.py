@@ -3,7 +3,8 @@
 The rows come from the JSON records of the score of record (``records/<assignment>/<student>.json``), the
 students from the gradebook and from ``submitted/``; the CSV is safe to open in a spreadsheet. Late work: the
 submission's time (nbgrader's ``timestamp.txt``), hours late and the late penalty nbgrader assigned from the
-score of record (``late.py``); ``score`` is the score after the penalty, as in ``nbgrader export``.
+score of record (``late.py``); ``score`` is the score after the penalty, as in ``nbgrader export``. ``edition``: the
+edition each notebook was graded in (a class mixes English, zh-TW and zh-CN submissions), from its record.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import nbformat
 
 from autograder import late
 from autograder.course import course_dir, gradebook, printable, require_assignment, source_dir
+from autograder.editions import EDITIONS, ENGLISH
 from autograder.submissions import fingerprint
 
 FIELDS = [
     "student",
     "notebook",
+    "edition",
     "score",
     "max_score",
     "late_penalty",
@@ -71,7 +74,7 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         return f"run `python -m autograder autograde {assignment} --student {student}`"
 
     def without_score(student: str, status: str, reason: str, time: dict) -> None:
-        rows.extend({"student": student, "notebook": name, "score": "", "max_score": f"{top:g}",
+        rows.extend({"student": student, "notebook": name, "edition": "", "score": "", "max_score": f"{top:g}",
                      "late_penalty": "", **time, "status": status, "reason": reason}
                     for name, top in points.items())  # fmt: skip
 
@@ -91,14 +94,14 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         time = when(folder, data)
         if data.get("error"):
             what = "" if data.get("error_in") == "submission" else "grader error: "
-            rows.append({"student": data["student"], "notebook": "", "score": "", "max_score": "",
+            rows.append({"student": data["student"], "notebook": "", "edition": "", "score": "", "max_score": "",
                          "late_penalty": "", **time, "status": "could not grade",
                          "reason": f"{what}{data['error']}"})  # fmt: skip
         for nb in data["notebooks"]:
             problems = "; ".join(nb["problems"])
             penalty = nb.get("late_penalty") or 0.0
             rows.append({
-                "student": data["student"], "notebook": nb["notebook"],
+                "student": data["student"], "notebook": nb["notebook"], "edition": _edition(nb),
                 "score": "" if nb["score"] is None else f"{nb['score'] - penalty:g}",
                 "max_score": f"{nb['max_score']:g}", "late_penalty": f"{penalty:g}" if penalty else "", **time,
                 "status": nb["status"], "reason": nb["reason"] or problems,
@@ -119,6 +122,14 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         writer.writeheader()
         writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
     return rows
+
+
+def _edition(notebook: dict) -> str:
+    """The edition a notebook of a record was graded in (``record.Record.edition``): ``en``, ``zh-TW`` or ``zh-CN``;
+    English for a record from before editions, which has none; empty where it is not one of those (a notebook the
+    grader could not read, or a record a worker or a hand changed)."""
+    edition = notebook.get("edition", ENGLISH)
+    return edition if isinstance(edition, str) and (edition == ENGLISH or edition in EDITIONS) else ""
 
 
 def _cell_points(cell) -> float:

@@ -61,7 +61,7 @@ class Record:
     cells: list[CellResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     sandbox: str = ""
-    edition: str = ENGLISH  # the edition the student handed in: the language of the cells' messages
+    edition: str = ENGLISH  # the edition handed in, the language of the messages ("": unreadable)
 
     @property
     def score(self) -> float | None:
@@ -266,7 +266,7 @@ def grade_notebook(
     edition the notebook says it is (``editions.edition_of``: the student's metadata, validated; English for anything
     else, set explicitly, so that no ``POSREF_LANG`` of the grader's speaks instead)."""
     edition = _edition(submitted_path)
-    i18n.set_language(edition)
+    i18n.set_language(edition or ENGLISH)
     try:
         record = _grade_notebook(
             source_path,
@@ -283,11 +283,12 @@ def grade_notebook(
 
 
 def _edition(path: Path) -> str:
-    """The edition of the notebook at ``path``; English where it cannot be read (``_grade_notebook`` says why)."""
+    """The edition of the notebook at ``path``; "" where it cannot be read (``_grade_notebook`` says why, in
+    English)."""
     try:
         return edition_of(nbformat.read(path, as_version=4))
-    except Exception:  # a missing or corrupted notebook: its record says so, in English
-        return ENGLISH
+    except Exception:  # a missing or corrupted notebook: no edition is known
+        return ""
 
 
 def _grade_notebook(

@@ -106,3 +106,30 @@ def test_export_has_a_row_for_every_student_and_no_score_for_a_submission_graded
     top = sum(m.get("points", 0) for m in autograded if m.get("grade") and not m.get("solution"))
     assert top > 0
     assert rows["dave"]["max_score"] == f"{top:g}" and rows["dave"]["notebook"] == "02_absolute.ipynb"
+
+
+def test_the_edition_column_holds_only_an_edition_of_the_course(tmp_path, monkeypatch, empty_gradebook):
+    """A class mixes editions: each notebook's row says the edition it was graded in (the record's, which the grader
+    read from the student's metadata through `editions.edition_of`). A record is the grader's, but a worker that
+    lies or a hand that edits one can put anything there: only `en`, `zh-TW` and `zh-CN` reach the CSV, a record
+    from before editions (no `edition`) was graded in English, and a notebook the grader could not read has none."""
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    gradebook_copy(tmp_path, empty_gradebook).close()
+    records = tmp_path / "records" / "01_order"
+    records.mkdir(parents=True)
+    said = {"tw": "zh-TW", "cn": "zh-CN", "en": "en", "unread": "", "formula": '=HYPERLINK("http://x","zh-TW")',
+            "lower": "zh-tw", "list": ["zh-TW"], "number": 7, "null": None, "long": "zh-TW" * 10_000,
+            "override": "zh-TW\u202e", "path": "../../zh-TW"}  # fmt: skip
+    nb = {"notebook": "01_order.ipynb", "score": 1.0, "max_score": 2.0, "status": "graded", "reason": "",
+          "problems": []}  # fmt: skip
+    for student, edition in [*said.items(), ("before", None)]:
+        notebook = nb if student == "before" else {**nb, "edition": edition}
+        (records / f"{student}.json").write_text(json.dumps({"student": student, "notebooks": [notebook]}))
+    cli.main(["export", "01_order", "--csv", str(tmp_path / "out.csv")])
+    rows = assert_safe_csv(tmp_path / "out.csv")
+    column = rows[0].index("edition")
+    assert rows[0][:3] == ["student", "notebook", "edition"]
+    assert {row[0]: row[column] for row in rows[1:]} == {
+        "tw": "zh-TW", "cn": "zh-CN", "en": "en", "before": "en",
+        **{s: "" for s in ("unread", "formula", "lower", "list", "number", "null", "long", "override", "path")},
+    }  # fmt: skip

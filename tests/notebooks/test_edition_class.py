@@ -72,13 +72,34 @@ def graded(request, tmp_path_factory):
                 target.mkdir(parents=True)
                 shutil.copy(_notebook(edition, kind, name), target / f"{name}.ipynb")
                 students[student] = edition
-        records = {r["student"]: r for r in autograde(name, workers=2, students=list(students))}
+        for student, nb in _hostile(name).items():
+            (course / "submitted" / student / name).mkdir(parents=True)
+            (course / "submitted" / student / name / f"{name}.ipynb").write_text(nb)
+        records = {r["student"]: r for r in autograde(name, workers=2)}
         failed = feedback(name)
     yield name, course, records, failed
 
 
+# what a student can write where the edition is read: a formula, a list, a tag with a right-to-left override
+HOSTILE_EDITIONS = ['=HYPERLINK("http://x","zh-TW")', ["zh-TW"], "zh-TW\u202e"]
+
+
+def _hostile(name: str) -> dict[str, str]:
+    """Students whose notebooks say no edition the course has (the zh-TW solution with each of ``HOSTILE_EDITIONS``
+    in its metadata: graded in English), and one whose notebook is not JSON (no edition known) -> their files."""
+    import nbformat
+
+    out = {"not-json": "{"}
+    for i, edition in enumerate(HOSTILE_EDITIONS):
+        nb = nbformat.read(_notebook("zh-TW", "solutions", name), as_version=4)
+        nb.metadata["posref"] = {"edition": edition}
+        out[f"hostile-{i}"] = nbformat.writes(nb)
+    return out
+
+
 def test_every_edition_is_graded_with_the_same_grade_ids_and_points(graded):
     name, _, records, _ = graded
+    records = {s: r for s, r in records.items() if s != "not-json"}
     cells = {}
     for student, record in records.items():
         assert "error" not in record, f"{name}, {student}: {record['error']}"
@@ -87,8 +108,30 @@ def test_every_edition_is_graded_with_the_same_grade_ids_and_points(graded):
         cells[student] = [(c["grade_id"], c["points"]) for c in notebook["cells"]]
     assert len(set(map(tuple, cells.values()))) == 1, cells
     assert {s: r["notebooks"][0]["edition"] for s, r in records.items()} == {
-        f"{e}-{k}": e for e in (ENGLISH, *EDITIONS) for k in ("solution", "release")
+        **{f"{e}-{k}": e for e in (ENGLISH, *EDITIONS) for k in ("solution", "release")},
+        **{f"hostile-{i}": ENGLISH for i in range(len(HOSTILE_EDITIONS))},
     }
+
+
+def test_the_export_says_which_edition_each_student_was_graded_in(graded, tmp_path, monkeypatch):
+    """The CSV's `edition` column: each student's edition, English for a notebook whose metadata names none of the
+    course's (a formula there never reaches the CSV), empty for a notebook that could not be read."""
+    import csv
+
+    from autograder.export import export
+
+    name, course, _, _ = graded
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    export(name, tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {row["student"]: (row["edition"], row["status"]) for row in rows} == {
+        **{f"{e}-{k}": (e, "graded") for e in (ENGLISH, *EDITIONS) for k in ("solution", "release")},
+        **{f"hostile-{i}": (ENGLISH, "graded") for i in range(len(HOSTILE_EDITIONS))},
+        "not-json": ("", "could not grade"),
+    }
+    hostile = {row["student"]: row for row in rows if row["student"].startswith("hostile")}
+    assert all(row["score"] == row["max_score"] for row in hostile.values()), hostile
 
 
 def test_each_editions_solution_earns_every_point_and_its_release_none(graded):
