@@ -232,17 +232,19 @@ class _Children:
 _REFERENCE_CHILDREN: dict[str, Child] = {}
 
 
+def reference_path(checker: str) -> str:
+    """The ``"module:name"`` of the reference that the speed checker named ``checker`` (``check_<name>_speed``) is
+    timed against in the reference child: its ``reference_path``, else ``posref:<name>``."""
+    default = f"posref:{checker[len('check_') : -len('_speed')]}"
+    return getattr(getattr(checkers, checker), "reference_path", default)
+
+
 @functools.cache
 def reference_paths() -> tuple[str, ...]:
-    """The reference ``"module:name"`` of each speed checker of ``posref.grading`` (its ``reference_path``, else
-    ``posref:<name>``), those whose names no other one shares (they are imported into one namespace)."""
-    paths = sorted(
-        {
-            getattr(getattr(checkers, n), "reference_path", f"posref:{n[len('check_') : -len('_speed')]}")
-            for n in dir(checkers)
-            if n.startswith("check_") and n.endswith("_speed")
-        }
-    )
+    """The reference ``"module:name"`` of each speed checker of ``posref.grading`` (``reference_path``), those whose
+    names no other one shares (they are imported into one namespace)."""
+    speed = [n for n in dir(checkers) if n.startswith("check_") and n.endswith("_speed")]
+    paths = sorted({reference_path(n) for n in speed})
     names = [p.split(":")[1] for p in paths]
     return tuple(p for p, name in zip(paths, names, strict=True) if names.count(name) == 1)
 
@@ -528,8 +530,7 @@ def _timed_against_reference(children: _Children, name: str, remote: RemoteFunct
     ends it is the grader's, not the student's, whose child is another), the check runs again with the child
     started afresh, ``REFERENCE_ATTEMPTS`` times in all, then ``GraderFailed``; the record says so (``problems``).
     A failure of the student's own child is raised as it comes, for ``_run_check``."""
-    check = getattr(checkers, name)
-    path = getattr(check, "reference_path", f"posref:{name[len('check_') : -len('_speed')]}")
+    check, path = getattr(checkers, name), reference_path(name)
     for attempt in range(1, REFERENCE_ATTEMPTS + 1):
         reference = children.reference_fn(path)
         try:

@@ -16,11 +16,13 @@ memory-copy floor: RoPE must read and write every element once) and the transfor
 ``apply_rotary_pos_emb`` (``rotate_half`` + ``cat``), when that library is installed.
 
 The calibration (``bench_budgets``) times the student-style implementations of ``tests/grading/student_impls.py``
-(apply_rope, attention) and ``tests/grading/student_impls_speed.py`` (every checker built on
-``posref.grading.speed.check.SpeedCheck``, listed in ``SPEED_CHECKS``) exactly as their checkers do
-(``posref.grading.speed.calibration``), reports each median ratio, the reference's time per call, the machine's load
-average and the budget ``posref.grading.speed.budgets.propose_budget`` makes of them, with the line to paste into
-``budgets.py``.
+(apply_rope, attention) and ``tests/grading/student_impls_speed.py`` (the other checkers, ``SPEED_CHECKS``) with
+their checkers' own measurement (``posref.grading.speed.calibration``), in this process by wall clock, as a
+student's notebook kernel times them, and reports each median ratio, the reference's time per call, the machine's
+load average and the budget ``posref.grading.speed.budgets.propose_budget`` makes of them, with the line to paste
+into ``budgets.py``. That is how a GPU's budgets are measured (the score of record grades on the CPU only); the CPU
+budgets are the score of record's, measured through its sandboxed children, charged CPU time and pinned to one CPU,
+by ``python -m autograder.calibrate`` (which takes its implementations from ``CALIBRATED``).
 """
 
 from __future__ import annotations
@@ -44,18 +46,14 @@ from posref.scaling import rope_frequencies
 SHAPES = ((1, 8, 2048, 128), (4, 16, 1024, 64))
 CALIBRATION_SHAPE_GPU = (4, 16, 1024, 128)  # fp32: 34 MB per input; a matrix per position builds 4.3 GB
 STUDENT_IMPLS = Path(__file__).resolve().parents[1] / "tests" / "grading" / "student_impls.py"
-SANE_IMPLS = (
-    "apply_rope_complex",
-    "apply_rope_rotate_half",
-    "apply_rope_einsum",
-    "apply_rope_float64_inside",
-)
-SLOW_IMPLS = ("apply_rope_matrix_per_position", "apply_rope_position_loop")
-ATTENTION_SANE_IMPLS = ("attention_matmul", "attention_einsum", "attention_float64_inside")
-ATTENTION_SLOW_IMPLS = ("attention_loops", "attention_head_query_loops")
 STUDENT_IMPLS_SPEED = STUDENT_IMPLS.with_name("student_impls_speed.py")
+ROPE_AND_ATTENTION: dict[str, tuple[str, str, str, str]] = {
+    # name: (module, its SpeedCheck, the budget's name in budgets.py, the implementations in STUDENT_IMPLS)
+    "apply_rope": ("posref.grading.speed.rope", "APPLY_ROPE_SPEED", "APPLY_ROPE", "APPLY_ROPE_IMPLS"),
+    "attention": ("posref.grading.speed.order", "ATTENTION_SPEED", "ATTENTION", "ATTENTION_IMPLS"),
+}
 SPEED_CHECKS: dict[str, tuple[str, str, str, str]] = {
-    # name: (module, its SpeedCheck, the budget's name in budgets.py, the implementations in STUDENT_IMPLS_SPEED)
+    # as ROPE_AND_ATTENTION, the implementations in STUDENT_IMPLS_SPEED
     "per_position_loss": ("posref.grading.speed.lab", "PER_POSITION_LOSS", "PER_POSITION_LOSS", "PER_POSITION_LOSS_IMPLS"),
     "rope_handler": ("posref.grading.speed.lab", "ROPE_HANDLER", "HANDLER", "ROPE_HANDLER_IMPLS"),
     "alibi_handler": ("posref.grading.speed.lab", "ALIBI_HANDLER", "HANDLER", "ALIBI_HANDLER_IMPLS"),
@@ -66,7 +64,10 @@ SPEED_CHECKS: dict[str, tuple[str, str, str, str]] = {
     "t5_learned_bias": ("posref.grading.speed.relative", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS", "T5_LEARNED_BIAS_IMPLS"),
 }  # fmt: skip
 CPU_ONLY_CHECKS = {"sinusoidal_pe"}  # the exercise builds its table on the CPU: timed there only
-CHECKS = ("apply_rope", "attention", *SPEED_CHECKS)
+CHECKS = (*ROPE_AND_ATTENTION, *SPEED_CHECKS)
+CALIBRATED = {**ROPE_AND_ATTENTION, **SPEED_CHECKS}
+"""Every timed function's calibration by name: (module, its SpeedCheck, the budget's name in budgets.py, the
+implementations' dict in STUDENT_IMPLS or STUDENT_IMPLS_SPEED)."""
 
 
 def interleaved_times(
@@ -333,23 +334,19 @@ def _module_from(path: Path, name: str):
     return module
 
 
-def load_student_impls(
-    path: Path, sane: tuple[str, ...] = SANE_IMPLS, slow: tuple[str, ...] = SLOW_IMPLS
-) -> dict[str, tuple[str, Callable]] | None:
-    """The calibration's implementations (``sane`` and ``slow`` names) from the tests' student-style file, by
-    kind; None if the file is absent (an installed posref without its source checkout). A name missing from the
-    file is reported and left out."""
+def load_student_impls(path: Path, impls: str = "APPLY_ROPE_IMPLS") -> dict[str, tuple[str, Callable]] | None:
+    """The calibration's implementations (name -> (kind, function)) of the dict ``impls`` of the tests'
+    student-style file at ``path``; None if the file is absent (an installed posref without its source checkout)."""
     if not path.is_file():
         return None
-    module = _module_from(path, "student_impls")
-    impls: dict[str, tuple[str, Callable]] = {}
-    for kind, names in (("sane", sane), ("slow", slow)):
-        for name in names:
-            if hasattr(module, name):
-                impls[name] = (kind, getattr(module, name))
-            else:
-                print(f"  budgets: {path} has no {name}: left out")
-    return impls
+    return dict(getattr(_module_from(path, path.stem), impls))
+
+
+def calibration_impls(name: str) -> dict[str, tuple[str, Callable]] | None:
+    """The implementations (name -> (kind, function)) calibrated for the timed function ``name`` of ``CALIBRATED``;
+    None without the tests' files."""
+    path = STUDENT_IMPLS if name in ROPE_AND_ATTENTION else STUDENT_IMPLS_SPEED
+    return load_student_impls(path, CALIBRATED[name][3])
 
 
 def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int = 3) -> dict[str, dict]:
@@ -441,7 +438,7 @@ def _bench_rope_and_attention(device: torch.device, *, small: bool, repeats: int
         }
     if "attention" not in checks:
         return figures
-    attention = load_student_impls(STUDENT_IMPLS, ATTENTION_SANE_IMPLS, ATTENTION_SLOW_IMPLS)
+    attention = load_student_impls(STUDENT_IMPLS, "ATTENTION_IMPLS")
     shape = (1, 2, 16, 8) if small else attention_budget(device).shape
     figures[f"attention budget calibration {tuple(shape)} {device.type}"] = calibrate_attention(
         attention, tuple(shape), device=device, repeats=repeats, ceiling=ceiling

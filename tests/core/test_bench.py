@@ -12,10 +12,6 @@ from conftest import fresh_rope_triton
 
 from posref import apply_rope, bench
 from posref.bench import (
-    ATTENTION_SANE_IMPLS,
-    ATTENTION_SLOW_IMPLS,
-    SANE_IMPLS,
-    SLOW_IMPLS,
     bench_apply_rope,
     bench_biased_attention,
     bench_explorers,
@@ -90,8 +86,7 @@ def test_budget_calibration_runs_end_to_end_and_writes_its_figures(tmp_path, cap
     parts = {k: v for k, v in saved["figures"].items() if k.startswith("apply_rope budget calibration (")}
     assert len(parts) == 2
     for figures in parts.values():
-        for name in [*SANE_IMPLS, *SLOW_IMPLS]:
-            kind = "sane" if name in SANE_IMPLS else "slow"
+        for name, (kind, _fn) in bench.calibration_impls("apply_rope").items():
             assert figures[f"{name} ({kind}) #1"] > 0 and figures[f"{name} seconds"] > 0
         assert figures["reference us per call (default, as checked)"] > 0
         assert figures["worst sane median"] > 0 and figures["best slow median"] > 0
@@ -99,8 +94,7 @@ def test_budget_calibration_runs_end_to_end_and_writes_its_figures(tmp_path, cap
         assert "proposed budget" in figures and "budgets.py line" in figures
     assert "shape" in saved["figures"]["apply_rope budget recommendation cpu"]
     attention = saved["figures"]["attention budget calibration (1, 2, 16, 8) cpu"]
-    for name in [*ATTENTION_SANE_IMPLS, *ATTENTION_SLOW_IMPLS]:
-        kind = "sane" if name in ATTENTION_SANE_IMPLS else "slow"
+    for name, (kind, _fn) in bench.calibration_impls("attention").items():
         assert attention[f"{name} ({kind}) #1"] > 0, attention
     assert "separable" in attention["verdict"]
     table = capsys.readouterr().out

@@ -460,6 +460,24 @@ def apply_rope_float64_inside(x, cos, sin, layout="half"):
     return _join(a * c - b * s, b * c + a * s, rest, layout).to(x.dtype)
 
 
+# the speed budgets' calibrations (``posref.bench --suite budgets``, ``autograder.calibrate``): name -> (kind, function)
+APPLY_ROPE_IMPLS = {
+    "apply_rope_complex": ("sane", apply_rope_complex),
+    "apply_rope_rotate_half": ("sane", apply_rope_rotate_half),
+    "apply_rope_einsum": ("sane", apply_rope_einsum),
+    "apply_rope_float64_inside": ("sane", apply_rope_float64_inside),
+    "apply_rope_matrix_per_position": ("slow", apply_rope_matrix_per_position),
+    "apply_rope_position_loop": ("slow", apply_rope_position_loop),
+}
+ATTENTION_IMPLS = {
+    "attention_matmul": ("sane", attention_matmul),
+    "attention_einsum": ("sane", attention_einsum),
+    "attention_float64_inside": ("sane", attention_float64_inside),
+    "attention_loops": ("slow", attention_loops),
+    "attention_head_query_loops": ("slow", attention_head_query_loops),
+}
+
+
 # ---------------------------------------------------------------- one step of LongRoPE's search (notebook 07)
 
 

@@ -5,8 +5,12 @@ Every budget is a generous ratio, never an absolute time, measured on the same d
 device type (a GPU launches kernels in microseconds and streams memory a hundred times faster than a CPU, so the
 same code can sit at a very different ratio there) and to the input shape it was measured on.
 
-The rule that turns measured ratios into a budget is ``propose_budget``; ``python -m posref.bench --suite
-budgets`` applies it to the student-style implementations of the tests and prints the line to paste here.
+The rule that turns measured ratios into a budget is ``propose_budget`` (``SANE_FACTOR`` and ``MARGIN``). A CPU
+budget is the score of record's: ``python -m autograder.calibrate`` times the student-style implementations of the
+tests as a graded speed cell times them (each in a sandboxed child, against the reference's child, every round
+charged the CPU time of the child's processes pinned to one CPU), applies the rule and prints the line to paste here.
+``python -m posref.bench --suite budgets`` does the same in its own process by wall clock, as a notebook kernel
+times a check: how a GPU's budgets are to be measured, and a cross-check that the CPU budgets hold in a kernel too.
 """
 
 from __future__ import annotations

@@ -4,17 +4,21 @@ Each implementation is checked and timed by its checker's own measurement, the `
 ``posref.grading.speed.check.SpeedCheck`` (``rope.APPLY_ROPE_SPEED`` behind ``check_apply_rope_speed``,
 ``attention_speed.ATTENTION_SPEED`` behind ``check_scaled_dot_product_attention_speed``, and so on: same chains of
 inputs, same ``speed_ratio``, same reference), ``repeats`` times; the medians go through ``budgets.propose_budget``.
-``python -m posref.bench --suite budgets`` runs this on the student-style implementations of
-``tests/grading/student_impls.py`` and ``tests/grading/student_impls_speed.py`` and prints the line to paste into
-``budgets.py``, with the load average of the machine before and after (a shared machine's load is part of what a
-figure means).
+``python -m autograder.calibrate`` runs this on the student-style implementations of
+``tests/grading/student_impls.py`` and ``tests/grading/student_impls_speed.py`` as the score of record runs a speed
+check (each implementation in a student's sandboxed child, ``reference`` the reference child's function: every round
+charged CPU time, pinned to one CPU), ``python -m posref.bench --suite budgets`` in its own process by wall clock;
+both print the line to paste into ``budgets.py``, with the load average of the machine before and after (a shared
+machine's load is part of what a figure means).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 
@@ -100,16 +104,22 @@ def calibrate_speed_check(
     device: torch.device | str | None = None,
     repeats: int = 3,
     ceiling: float = CEILING,
+    reference: Callable[..., Any] | None = None,
+    where: str = "in this process",
 ) -> dict[str, float | str]:
     """``calibrate`` for a checker built on ``SpeedCheck`` (``lab_speed.PER_POSITION_LOSS``, ...), at ``shape``
-    (by default its budget's shape on ``device``), timed by ``check.measure`` against ``check.reference``."""
+    (by default its budget's shape on ``device``), timed by ``check.measure`` against ``reference`` (by default
+    ``check.reference``, in this process). The score of record's calibration (``autograder.calibrate``) passes the
+    reference child's function and ``impls`` that run in a student's child, and says so in ``where``."""
     device = resolve_device(device)
     shape = tuple(shape if shape is not None else check.budget(device).shape)
     draw = Draw(hidden=True, device=device)
-    seconds = seconds_per_call(check.reference, lambda: check.chain(draw, shape), device=device)
-    reference = f"{check.reference.__module__}.{check.reference.__name__}"
-    return calibrate(constant, reference, check.measure, {DEFAULT: 1e6 * seconds}, impls, shape, device=device,
-                     repeats=repeats, ceiling=ceiling)  # fmt: skip
+    baseline = reference or check.reference
+    seconds = seconds_per_call(baseline, lambda: check.chain(draw, shape), device=device)
+    named = f"{check.reference.__module__}.{check.reference.__name__} ({where})"
+    return calibrate(constant, named, functools.partial(check.measure, reference=baseline),
+                     {DEFAULT: 1e6 * seconds}, impls, shape, device=device, repeats=repeats,
+                     ceiling=ceiling)  # fmt: skip
 
 
 def _load() -> float:
@@ -190,7 +200,7 @@ def calibrate(
             f"{device_name(device)} ({load}), torch {torch.__version__}, inputs {shape}, 11 rounds, against "
             f"{reference} ({figures[f'reference us per call ({DEFAULT})']:.0f} us per call); medians: "
             + "; ".join(
-                f"{name} ({kind}) " + ", ".join(f"{r:.1f}" for r in rs)
+                f"{name} ({kind}) " + ", ".join(f"{r:.2f}" for r in rs)
                 for kind in KINDS
                 for name, rs in medians[kind].items()
             )

@@ -80,6 +80,6 @@ def check_scaled_dot_product_attention_speed(
     checked: bool = False,
 ) -> float:
     """``fn(q, k, v, causal=False)`` must be within the device's budget of
-    ``posref.scaled_dot_product_attention``'s time (``budgets.attention_budget``: CPU 5x on q, k, v of ``(1, 2,
-    128, 16)``; CUDA provisional), timed as ``check_apply_rope_speed`` times ``apply_rope``. Returns the ratio."""
+    ``posref.scaled_dot_product_attention``'s time (``budgets.attention_budget``: its ratio and the shape of q, k
+    and v; CUDA provisional), timed as ``check_apply_rope_speed`` times ``apply_rope``. Returns the ratio."""
     return ATTENTION_SPEED.check(fn, device=device, reference=reference, checked=checked)

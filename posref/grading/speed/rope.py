@@ -85,9 +85,8 @@ def check_apply_rope_speed(
     """``fn(x, cos, sin, layout="half")`` must be within the device's budget of ``posref.apply_rope``'s time.
 
     The budget and the shape of ``x`` (float32) come from ``budgets.apply_rope_budget`` for the device the check
-    runs on (CPU: 27x on ``(1, 8, 256, 64)``; CUDA: provisional until measured). Timed with ``speed_ratio`` (one
-    thread, interleaved rounds of chained calls on fresh inputs, median, CUDA synchronised around each timed
-    block). The outputs are checked first, on other inputs, and the timed outputs after the clock has stopped: a
+    runs on (CUDA's provisional until measured). Timed with ``speed_ratio`` (one thread, interleaved rounds of
+    chained calls on fresh inputs, median, CUDA synchronised around each timed block). The outputs are checked first, on other inputs, and the timed outputs after the clock has stopped: a
     fast wrong answer is not fast. ``reference`` replaces ``posref.apply_rope`` as the baseline (the grader passes
     one that runs under the same conditions as ``fn``). Returns the ratio.
     """
