@@ -64,7 +64,7 @@ def test_the_readme_route_is_the_makefiles():
         ["python", "-m", "pip", "install", "-c", "constraints.txt", "-e", ".[course]"],  # a student's tools
         ["python", "-m", "posref", "lab"],
         ["python", "-m", "pip", "install", "-c", "constraints.txt", "-e", ".[dev]"],  # and the test tools
-        ["python", "-m", "pytest", "-q", "-n", "auto", "--durations=25"],  # every CPU (pytest-xdist), 25 slowest
+        ["python", "-m", "pytest", "-q", "-n", "auto", "--durations=25"],  # every CPU, the 25 slowest
     ], "the Makefile's set-up, lab or test recipe changed: update README's route without make and this list"
     assert readme == make
 
