@@ -155,7 +155,7 @@ def test_a_slow_start_has_its_own_time_not_a_cells():
     """Starting Python and importing torch in the sandbox took more than the demo's 15 s cell timeout on a loaded
     machine, and a child that fails while starting leaves the whole notebook "could not grade"."""
     slow_python = ["sh", "-c", 'sleep 2; exec "$0" "$@"', *PLAIN_PYTHON]
-    child = Child(slow_python, [(0, "x = 1")], python_path=[str(REPO)], cell_timeout=1, start_timeout=30)
+    child = Child(slow_python, [(0, "x = 1")], python_path=[str(REPO)], cell_timeout=1, start_timeout=180)
     child.close()
     with pytest.raises(ChildFailed, match=r"no answer within 1 s \(a slow start\) while starting"):
         Child(slow_python, [(0, "x = 1")], python_path=[str(REPO)], cell_timeout=30, start_timeout=1)

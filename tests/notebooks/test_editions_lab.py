@@ -281,7 +281,7 @@ def _shot_dir(tmp_path: Path) -> Path:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_the_zh_tw_start_page_opens_in_a_chinese_jupyterlab(chromium, zh_tw_lab, tmp_path):  # noqa: F811
     """What ``make lab EDITION=zh-TW`` shows first: the edition's start page, rendered, in a JupyterLab that speaks
     the zh-TW language pack (the file browser's columns read 名稱, 最後修改); saved as zh-TW_start_page.png."""
@@ -327,7 +327,7 @@ def _zh_tw_message(answer: str) -> str:
 
 @pytest.mark.browser
 @pytest.mark.slow  # Run All of 01 up to its first check, and the same check in a process of its own
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_a_failing_check_speaks_the_editions_language(chromium, zh_tw_lab, tmp_path):  # noqa: F811
     """A zh-TW student's wrong answer in 01, run with Run All in JupyterLab: the check's message, hint included, is
     the zh-TW one posref gives (the kernel inherited POSREF_LANG from the server); saved as

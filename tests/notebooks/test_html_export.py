@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_browser import LabServer, browser_page, chromium  # noqa: F401 (chromium is a fixture)
+from test_browser import HANG_S, LabServer, browser_page, chromium  # noqa: F401 (chromium is a fixture)
 
 from posref import launch
 from posref_jupyter import offline_math
@@ -126,7 +126,7 @@ TYPESET = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending ==
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_the_export_typesets_its_formulas_offline(chromium, exported, tmp_path):  # noqa: F811
     """Opened from disk in a browser that may load only files (anything else is refused and recorded): every formula
     is typeset, in MathJax's STIX web fonts from the page, with no error and no request but the page's own."""
@@ -138,7 +138,7 @@ def test_the_export_typesets_its_formulas_offline(chromium, exported, tmp_path):
             lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort(),
         )
         page.goto(exported.as_uri())
-        page.wait_for_function(TYPESET, timeout=120_000)
+        page.wait_for_function(TYPESET, timeout=HANG_S * 1000)
         typeset = page.locator(".MathJax").count()
         assert typeset > 50, f"{typeset} formulas typeset"
         assert page.locator(".MathJax_Error, merror, .MathJax_Preview:not(:empty)").count() == 0

@@ -24,7 +24,7 @@ import nbformat
 import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
-from test_browser import LabServer, _chromium
+from test_browser import HANG_S, LabServer, _chromium
 from xss_payloads import hostile_files, hostile_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -157,7 +157,7 @@ class Watched:
     def __init__(self, browser, server: LabServer):
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         self.page = self.context.new_page()
-        self.page.set_default_timeout(90_000)
+        self.page.set_default_timeout(HANG_S * 1000)
         self.server = server
         self.requests: list[str] = []
         self.dialogs: list[str] = []
@@ -417,7 +417,7 @@ def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(cours
             lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort(),
         )
         page.goto((course.dir / "feedback" / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
-        page.locator(".MathJax").first.wait_for(timeout=90_000)
+        page.locator(".MathJax").first.wait_for(timeout=HANG_S * 1000)
         assert page.locator(".MathJax").count() > 10
         assert not [url for url in requests if not url.startswith(("file:", "data:", "about:"))], requests
     finally:

@@ -26,6 +26,7 @@ import pytest
 from nbclient import NotebookClient
 from test_browser import (  # noqa: F401 (chromium is a fixture)
     ALL_CELLS_DONE,
+    HANG_S,
     KERNEL_READY,
     LabServer,
     browser_page,
@@ -202,7 +203,7 @@ def _front_door_checks(server: LabServer) -> None:
     assert json.loads(server.api("GET", "/api/contents")), "the course folder is not served"
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_posref_lab_starts_as_an_ordinary_user_too():
     if os.geteuid() != 0:
         pytest.skip("running as an ordinary user already: the student_lab server of this module covers it")
@@ -285,7 +286,7 @@ def _shot_dir(tmp_path: Path) -> Path:
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, student_lab, tmp_path):  # noqa: F811
     """What ``make lab`` shows first: the rendered start page, with no news pop-up and no Nbgrader menu (no
     formgrader, no Assignment List); its link opens 01, 01's link opens 02."""
@@ -330,7 +331,7 @@ def _next_version_of_the_course(upstream: Path) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_a_students_answers_survive_a_release_and_a_new_version(chromium, student_lab, tmp_path):  # noqa: F811
     """A student writes an answer into notebook 01 in JupyterLab and saves it; the course's release of 01 is made
     in the same checkout; the course's next version is pulled and brought over. The answer is still there, on
@@ -393,7 +394,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
 
             # Validate works here, with the student's nbgrader configuration (no warning that there is none)
             page.locator(".jp-NotebookPanel-toolbar .validate-button:visible").click()
-            page.locator(".jp-Dialog-content").wait_for(timeout=180_000)
+            page.locator(".jp-Dialog-content").wait_for(timeout=HANG_S * 1000)
             assert "No nbgrader_config.py" not in server.log_tail(10**7), "nbgrader found no configuration"
         except Exception:
             page.screenshot(path=str(shots / "answers_kept_failure.png"))
@@ -402,7 +403,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_the_scaling_explorers_readout_matches_its_title(chromium, student_lab, tmp_path):  # noqa: F811
     """07's explorer at a factor that is not round: the slider's readout gives the digits of the title."""
     server, shots = student_lab, _shot_dir(tmp_path)

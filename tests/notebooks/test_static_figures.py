@@ -121,7 +121,7 @@ def test_an_html_export_holds_each_explorers_static_figure(exported: Path) -> No
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_the_exported_figures_show_in_a_browser_offline(
     exported: Path,
     chromium: str,  # noqa: F811 (the fixture)
@@ -157,7 +157,7 @@ def test_the_exported_figures_show_in_a_browser_offline(
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
 def test_a_saved_notebook_reopened_shows_the_static_figure(chromium: str, tmp_path: Path) -> None:  # noqa: F811
     lab = LabServer(tmp_path)
     relative = "fingerprint.ipynb"
