@@ -214,13 +214,16 @@ def _wait():
     while True:
         time.sleep(0.01)
 threading.Thread(target=_wait, daemon=True).start()
+_started, _start = os.pipe()
 for _ in range(2):
     if os.fork() == 0:  # a child, and a grandchild orphaned at once in a session of its own
         if os.fork() == 0:
             os.setsid()
+            os.write(_start, b"!")
             _wait()
         _wait()
-time.sleep(0.5)
+for _ in range(2):  # both grandchildren run in their sessions (a sleep: too short on a loaded machine)
+    os.read(_started, 1)
 """
 
 
