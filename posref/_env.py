@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from posref.i18n import _
+
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
 
@@ -15,6 +17,8 @@ def flag(name: str) -> bool:
     value = os.environ.get(name, "").strip().lower()
     if value not in _ON + _OFF:
         raise ValueError(
-            f"{name}={os.environ[name]!r}: expected one of 1/true/yes/on or 0/false/no/off (or unset)"
+            _("{name}={value!r}: expected one of 1/true/yes/on or 0/false/no/off (or unset)").format(
+                name=name, value=os.environ[name]
+            )
         )
     return value in _ON

@@ -24,6 +24,7 @@ from posref._checks import (
     check_positive_int,
     check_tensor,
 )
+from posref.i18n import _
 
 
 def sinusoidal_frequencies(
@@ -114,8 +115,13 @@ class LearnedPositionalEmbedding(nn.Module):
             lo, hi = int(positions.min()), int(positions.max())
             if lo < 0 or hi >= self.max_positions:
                 raise IndexError(
-                    f"position {hi if hi >= self.max_positions else lo} is outside the learned table: it has rows "
-                    f"for positions 0..{self.max_positions - 1} only (max_positions={self.max_positions})"
+                    _(
+                        "position {position} is outside the learned table: it has rows for positions 0..{last} only (max_positions={max_positions})"
+                    ).format(
+                        position=hi if hi >= self.max_positions else lo,
+                        last=self.max_positions - 1,
+                        max_positions=self.max_positions,
+                    )
                 )
         return self.weight[positions]
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import torch
 
 from posref._checks import broadcasts_to, check_float, check_same_device, check_tensor
+from posref.i18n import _
 
 
 def causal_mask(q_len: int, k_len: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -24,7 +25,11 @@ def causal_mask(q_len: int, k_len: int, *, device: torch.device | str | None = N
     key position ``Tk - Tq + i`` and sees keys ``j <= Tk - Tq + i``.
     """
     if q_len > k_len:
-        raise ValueError(f"a causal mask needs q_len <= k_len, got q_len={q_len}, k_len={k_len}")
+        raise ValueError(
+            _("a causal mask needs q_len <= k_len, got q_len={q_len}, k_len={k_len}").format(
+                q_len=q_len, k_len=k_len
+            )
+        )
     q_pos = torch.arange(k_len - q_len, k_len, device=device)
     k_pos = torch.arange(k_len, device=device)
     return k_pos[None, :] <= q_pos[:, None]
@@ -51,11 +56,17 @@ def attention_scores(
     check_float("q", q)
     check_float("k", k)
     if q.dtype != k.dtype:
-        raise TypeError(f"q and k must have the same dtype, got {q.dtype} and {k.dtype}")
+        raise TypeError(
+            _("q and k must have the same dtype, got {q_dtype} and {k_dtype}").format(
+                q_dtype=q.dtype, k_dtype=k.dtype
+            )
+        )
     check_same_device(q=q, k=k)
     if q.ndim < 2 or k.ndim < 2 or q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must be (..., seq, head_dim) with the same head_dim, got {tuple(q.shape)} and {tuple(k.shape)}"
+            _(
+                "q and k must be (..., seq, head_dim) with the same head_dim, got {q_shape} and {k_shape}"
+            ).format(q_shape=tuple(q.shape), k_shape=tuple(k.shape))
         )
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = torch.matmul(q, k.transpose(-1, -2)) * scale
@@ -64,14 +75,22 @@ def attention_scores(
         check_same_device(q=q, bias=bias)
         if bias.shape[-2:] != scores.shape[-2:]:
             raise ValueError(
-                f"bias must end in (q_len, k_len) = {tuple(scores.shape[-2:])}, got shape {tuple(bias.shape)}"
+                _("bias must end in (q_len, k_len) = {scores_end}, got shape {bias_shape}").format(
+                    scores_end=tuple(scores.shape[-2:]), bias_shape=tuple(bias.shape)
+                )
             )
         if bias.ndim >= 3 and bias.shape[-3] not in (1, scores.shape[-3]):
-            raise ValueError(f"bias has {bias.shape[-3]} heads but q has {scores.shape[-3]}")
+            raise ValueError(
+                _("bias has {bias_heads} heads but q has {q_heads}").format(
+                    bias_heads=bias.shape[-3], q_heads=scores.shape[-3]
+                )
+            )
         # a (4, H, Tq, Tk) bias would turn one sequence into four
         if not broadcasts_to(bias.shape, scores.shape):
             raise ValueError(
-                f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+                _("bias of shape {bias_shape} does not broadcast to the scores' shape {scores_shape}").format(
+                    bias_shape=tuple(bias.shape), scores_shape=tuple(scores.shape)
+                )
             )
         scores = scores + bias.to(scores.dtype)
     if causal:
@@ -100,7 +119,11 @@ def scaled_dot_product_attention(
     check_tensor("v", v)
     check_same_device(q=q, v=v)
     if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"k and v must have the same length, got {k.shape[-2]} and {v.shape[-2]}")
+        raise ValueError(
+            _("k and v must have the same length, got {k_len} and {v_len}").format(
+                k_len=k.shape[-2], v_len=v.shape[-2]
+            )
+        )
     scores = attention_scores(q, k, causal=causal, bias=bias, scale=scale)
     low_precision = scores.dtype in (torch.float16, torch.bfloat16)
     weights = torch.softmax(scores.float() if low_precision else scores, dim=-1).to(v.dtype)
@@ -118,7 +141,9 @@ def permute_sequence(x: torch.Tensor, perm: torch.Tensor, *, dim: int = -2) -> t
         or not torch.equal(perm.sort().values, torch.arange(n, device=x.device))
     ):
         raise ValueError(
-            f"perm must be a permutation of range({n}) (the length of dim {dim}), got {perm.tolist()}"
+            _("perm must be a permutation of range({n}) (the length of dim {dim}), got {perm}").format(
+                n=n, dim=dim, perm=perm.tolist()
+            )
         )
     return x.index_select(dim, perm)
 
@@ -149,7 +174,7 @@ def is_permutation_equivariant(
     n = x.shape[dim]
     if perm is None:
         if n < 2:
-            raise ValueError("need at least two positions to permute")
+            raise ValueError(_("need at least two positions to permute"))
         perm = torch.randperm(n, generator=generator)
         while torch.equal(perm, torch.arange(n)):
             perm = torch.randperm(n, generator=generator)

@@ -28,10 +28,8 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
     name, config = load_config(args.config, args.model)
     inspection = inspect_rope(config, seq_len=args.seq_len, name=name)
-    print(format_inspection(inspection))
-    if not args.no_plot:
-        path = plot_wavelengths(inspection, args.plot or default_plot_path(name))
-        print(f"plot:             {path}")
+    plot = None if args.no_plot else plot_wavelengths(inspection, args.plot or default_plot_path(name))
+    print(format_inspection(inspection, plot=plot))
     return 0
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from posref._checks import check_positive_int
+from posref.i18n import N_, _
 from posref.rope import LAYOUTS
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS, rope_frequencies, rotary_dim, yarn_mscale
 
@@ -56,7 +57,9 @@ DEFAULT_THETA = 10000.0
 DEFAULT_THETA_BY_MODEL_TYPE = {"gpt_oss": 150000.0, "cohere": 500000.0, "bitnet": 500000.0}
 # keys some configs keep in the RoPE dict that are not part of the frequencies
 NOT_FREQUENCY_KEYS = {
-    "llama_4_scaling_beta": "Llama-4-style position-dependent query scaling (applied to queries, not to RoPE)",
+    "llama_4_scaling_beta": N_(
+        "Llama-4-style position-dependent query scaling (applied to queries, not to RoPE)"
+    ),
 }
 
 
@@ -66,7 +69,7 @@ class RopeConfig:
 
     ``scaling`` is a posref scaling dict (``{"rope_type": ..., keys}``, every value resolved) or None for plain
     RoPE; ``frequencies(seq_len)`` -> ``(inv_freq (d/2,) float32, attention_factor)``. ``notes`` lists what was
-    filled in or sits outside the frequencies.
+    filled in or sits outside the frequencies, in the language posref spoke when the config was read.
     """
 
     head_dim: int
@@ -80,7 +83,11 @@ class RopeConfig:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+            raise ValueError(
+                _("layout must be one of {layouts}, got {layout!r}").format(
+                    layouts=LAYOUTS, layout=self.layout
+                )
+            )
         self.frequencies()  # a config that cannot give frequencies fails here, when it is read
 
     @property
@@ -126,19 +133,24 @@ def _first(config: Mapping[str, Any], *keys: str) -> Any:
 
 def _reject_unrepresentable(config: Mapping[str, Any], model_type: str | None) -> None:
     if model_type in NON_ROPE_MODEL_TYPES:
-        raise ValueError(f"model_type {model_type!r} has no RoPE: it uses {NON_ROPE_MODEL_TYPES[model_type]}")
+        raise ValueError(
+            _("model_type {model_type!r} has no RoPE: it uses {method}").format(
+                model_type=model_type, method=NON_ROPE_MODEL_TYPES[model_type]
+            )
+        )
     if model_type == "falcon" and config.get("alibi"):
-        raise ValueError("this Falcon config sets alibi: true, so it uses ALiBi, not RoPE")
+        raise ValueError(_("this Falcon config sets alibi: true, so it uses ALiBi, not RoPE"))
     if config.get("position_embedding_type") not in (None, "rope", "rotary"):
         raise ValueError(
-            f"position_embedding_type {config['position_embedding_type']!r} is not RoPE; rope_from_config reads "
-            "RoPE settings only"
+            _(
+                "position_embedding_type {kind!r} is not RoPE; rope_from_config reads RoPE settings only"
+            ).format(kind=config["position_embedding_type"])
         )
     if "rope_local_base_freq" in config or (model_type or "").startswith("gemma3"):
         raise ValueError(
-            "this config has per-layer RoPE (Gemma 3: sliding-window layers use rope_local_base_freq, global "
-            "layers rope_theta and any rope_scaling); one RopeConfig holds one setting - build each layer "
-            "type's settings separately"
+            _(
+                "this config has per-layer RoPE (Gemma 3: sliding-window layers use rope_local_base_freq, global layers rope_theta and any rope_scaling); one RopeConfig holds one setting - build each layer type's settings separately"
+            )
         )
 
 
@@ -146,7 +158,9 @@ def _head_dim(config: Mapping[str, Any], model_type: str | None, notes: list[str
     if model_type in DEEPSEEK_MODEL_TYPES or "qk_rope_head_dim" in config:
         rope_dim = config.get("qk_rope_head_dim", 64)
         notes.append(
-            f"RoPE acts on the qk_rope_head_dim = {rope_dim} dims of each head (MLA); the rest of q/k is not rotated"
+            _(
+                "RoPE acts on the qk_rope_head_dim = {rope_dim} dims of each head (MLA); the rest of q/k is not rotated"
+            ).format(rope_dim=rope_dim)
         )
         return rope_dim
     head_dim = config.get("head_dim")
@@ -156,8 +170,9 @@ def _head_dim(config: Mapping[str, Any], model_type: str | None, notes: list[str
     heads = _first(config, "num_attention_heads", "n_head", "n_heads")
     if hidden is None or heads is None:
         raise ValueError(
-            "cannot tell the head size: the config has no head_dim and no hidden_size / num_attention_heads "
-            f"(nor n_embd / n_head); keys present: {sorted(config)}"
+            _(
+                "cannot tell the head size: the config has no head_dim and no hidden_size / num_attention_heads (nor n_embd / n_head); keys present: {keys}"
+            ).format(keys=sorted(config))
         )
     for name, value in (("hidden_size", hidden), ("num_attention_heads", heads)):
         check_positive_int(f"the config's {name}", value)
@@ -168,12 +183,17 @@ def _raw_rope_dict(config: Mapping[str, Any]) -> dict[str, Any]:
     # the library reads `rope_scaling or rope_parameters`
     raw = config.get("rope_scaling") or config.get("rope_parameters") or {}
     if not isinstance(raw, Mapping):
-        raise ValueError(f"rope_scaling / rope_parameters must be a dict or null, got {type(raw).__name__}")
+        raise ValueError(
+            _("rope_scaling / rope_parameters must be a dict or null, got {kind}").format(
+                kind=type(raw).__name__
+            )
+        )
     nested = sorted(k for k, v in raw.items() if isinstance(v, Mapping))
     if nested:
         raise ValueError(
-            f"rope_parameters is nested by layer type ({', '.join(nested)}): per-layer RoPE cannot be one "
-            "RopeConfig; read each layer type's dict separately"
+            _(
+                "rope_parameters is nested by layer type ({nested}): per-layer RoPE cannot be one RopeConfig; read each layer type's dict separately"
+            ).format(nested=", ".join(nested))
         )
     return dict(raw)
 
@@ -181,24 +201,32 @@ def _raw_rope_dict(config: Mapping[str, Any]) -> dict[str, Any]:
 def _rope_type(params: dict[str, Any], model_type: str | None, notes: list[str]) -> str:
     rope_type, legacy = params.pop("rope_type", None), params.pop("type", None)
     if rope_type is not None and legacy is not None and rope_type != legacy:
-        raise ValueError(f"the RoPE dict has rope_type {rope_type!r} and type {legacy!r}, which disagree")
+        raise ValueError(
+            _("the RoPE dict has rope_type {rope_type!r} and type {legacy!r}, which disagree").format(
+                rope_type=rope_type, legacy=legacy
+            )
+        )
     rope_type = rope_type or legacy or "default"
     if model_type in ("gptj", "codegen") and rope_type == "gptj" and not params:
         # MLC's marker for GPT-J's pairing; the library ignores it (GPT-J hard-codes plain RoPE)
-        notes.append("rope_type 'gptj' is a pairing marker (interleaved), not a scaling: plain RoPE")
+        notes.append(_("rope_type 'gptj' is a pairing marker (interleaved), not a scaling: plain RoPE"))
         rope_type = "default"
     if model_type in PHI3_MODEL_TYPES and rope_type in PHI3_ALIASES:
-        notes.append(f"rope_type {rope_type!r} is Phi-3's old name for 'longrope'")
+        notes.append(
+            _("rope_type {rope_type!r} is Phi-3's old name for 'longrope'").format(rope_type=rope_type)
+        )
         rope_type = "longrope"
     if rope_type in ("mrope", "xdrope") or "mrope_section" in params:
         raise ValueError(
-            f"rope_type {rope_type!r} / mrope_section: multimodal RoPE rotates sections of each head by "
-            "different position axes (time, height, width); a RopeConfig has one position axis"
+            _(
+                "rope_type {rope_type!r} / mrope_section: multimodal RoPE rotates sections of each head by different position axes (time, height, width); a RopeConfig has one position axis"
+            ).format(rope_type=rope_type)
         )
     if rope_type == "dynamic" and "alpha" in params:
         raise ValueError(
-            "rope_type 'dynamic' with an 'alpha' key is HunYuan's model-local static NTK; read it as "
-            "{'rope_type': 'ntk', 'factor': alpha} if that is what you mean"
+            _(
+                "rope_type 'dynamic' with an 'alpha' key is HunYuan's model-local static NTK; read it as {'rope_type': 'ntk', 'factor': alpha} if that is what you mean"
+            )
         )
     return rope_type
 
@@ -212,7 +240,9 @@ def _theta(
     if base is None:
         base = DEFAULT_THETA_BY_MODEL_TYPE.get(model_type or "", DEFAULT_THETA)
         notes.append(
-            f"no rope_theta in the config: base {base:g} (the library's default for this model type)"
+            _(
+                "no rope_theta in the config: base {base:g} (the library's default for this model type)"
+            ).format(base=base)
         )
     return float(base)
 
@@ -237,49 +267,71 @@ def _fill_lengths(
     key = ORIGINAL_LEN_KEY
     if rope_type == "dynamic":
         if max_len is None:
-            raise ValueError("rope_type 'dynamic' needs max_position_embeddings in the config (it is its L)")
+            raise ValueError(
+                _("rope_type 'dynamic' needs max_position_embeddings in the config (it is its L)")
+            )
         if params.get(key) not in (None, max_len):
             notes.append(
-                f"dynamic NTK's L is max_position_embeddings = {max_len}; the dict's {key} is ignored"
+                _(
+                    "dynamic NTK's L is max_position_embeddings = {max_len}; the dict's {key} is ignored"
+                ).format(max_len=max_len, key=key)
             )
         params[key] = max_len
     elif rope_type in SCALING_METHODS and SCALING_METHODS[rope_type].needs_original_len:
         if model_type in PHI3_MODEL_TYPES:
             top = config.get(key, PHI3_DEFAULT_ORIGINAL)
             if params.get(key) not in (None, top):
-                notes.append(f"top-level {key} = {top} overrides the dict's {params[key]} (Phi-3 rule)")
+                notes.append(
+                    _("top-level {key} = {top} overrides the dict's {value} (Phi-3 rule)").format(
+                        key=key, top=top, value=params[key]
+                    )
+                )
             params[key] = top
         elif params.get(key) is None:
             if max_len is None:
                 raise ValueError(
-                    f"rope_type {rope_type!r} needs {key} or max_position_embeddings in the config"
+                    _("rope_type {rope_type!r} needs {key} or max_position_embeddings in the config").format(
+                        rope_type=rope_type, key=key
+                    )
                 )
             params[key] = max_len
-            notes.append(f"{key} missing: set to max_position_embeddings = {max_len}, as the library does")
+            notes.append(
+                _("{key} missing: set to max_position_embeddings = {max_len}, as the library does").format(
+                    key=key, max_len=max_len
+                )
+            )
 
 
 def _resolve_factors(rope_type: str, params: dict[str, Any], max_len: int | None, notes: list[str]) -> None:
     original = params.get("original_max_position_embeddings")
     if rope_type == "yarn" and params.get("factor", 0) is None:
         if max_len is None:
-            raise ValueError("yarn factor is null and the config has no max_position_embeddings to derive it")
+            raise ValueError(
+                _("yarn factor is null and the config has no max_position_embeddings to derive it")
+            )
         params["factor"] = max_len / original
-        notes.append(f"yarn factor null: max_position_embeddings / original = {max_len} / {original}")
+        notes.append(
+            _("yarn factor null: max_position_embeddings / original = {max_len} / {original}").format(
+                max_len=max_len, original=original
+            )
+        )
     if rope_type == "longrope" and params.get("factor") is None and params.get("attention_factor") is None:
         if max_len is None:
             raise ValueError(
-                "longrope needs factor, attention_factor or max_position_embeddings in the config"
+                _("longrope needs factor, attention_factor or max_position_embeddings in the config")
             )
         params.pop("factor", None)
         ratio = max_len / original
         if ratio > 1:
             params["factor"] = ratio
             notes.append(
-                f"longrope factor for the attention factor: max_position_embeddings / original = {ratio:g}"
+                _(
+                    "longrope factor for the attention factor: max_position_embeddings / original = {ratio:g}"
+                ).format(ratio=ratio)
             )
         else:
             params["attention_factor"] = 1.0
-            notes.append("longrope with max_position_embeddings <= original: attention factor 1")
+            notes.append(_("longrope with max_position_embeddings <= original: attention factor 1"))
 
 
 def _deepseek_note(
@@ -288,9 +340,9 @@ def _deepseek_note(
     if model_type in DEEPSEEK_MODEL_TYPES and rope_type == "yarn" and params.get("mscale_all_dim"):
         s, k = params["factor"], params["mscale_all_dim"]
         notes.append(
-            f"DeepSeek applies YaRN's temperature to the softmax scale of the whole logit: "
-            f"qk_head_dim**-0.5 * (0.1 * {k} * ln {s:g} + 1)**2 = qk_head_dim**-0.5 * {yarn_mscale(s, k) ** 2:.4f}; "
-            "the cos/sin factor here is the ratio mscale/mscale_all_dim"
+            _(
+                "DeepSeek applies YaRN's temperature to the softmax scale of the whole logit: qk_head_dim**-0.5 * (0.1 * {k} * ln {s:g} + 1)**2 = qk_head_dim**-0.5 * {scale:.4f}; the cos/sin factor here is the ratio mscale/mscale_all_dim"
+            ).format(k=k, s=s, scale=yarn_mscale(s, k) ** 2)
         )
 
 
@@ -309,7 +361,9 @@ def rope_from_config(config: Mapping[str, Any]) -> RopeConfig:
     docstring) and for values the scaling methods reject.
     """
     if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict (a parsed config.json), got {type(config).__name__}")
+        raise TypeError(
+            _("config must be a dict (a parsed config.json), got {kind}").format(kind=type(config).__name__)
+        )
     model_type = config.get("model_type")
     _reject_unrepresentable(config, model_type)
     notes: list[str] = []
@@ -320,7 +374,9 @@ def rope_from_config(config: Mapping[str, Any]) -> RopeConfig:
     prf = _partial(params, config, head_dim)
     for key, why in NOT_FREQUENCY_KEYS.items():
         if key in params:
-            notes.append(f"{key} = {params.pop(key)} left out: {why}")
+            notes.append(
+                _("{key} = {value} left out: {why}").format(key=key, value=params.pop(key), why=_(why))
+            )
     max_len = _first(config, "max_position_embeddings", "n_positions", "max_seq_len")
     _fill_lengths(rope_type, params, config, model_type, max_len, notes)
     _resolve_factors(rope_type, params, max_len, notes)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import string
+import unicodedata
 import warnings
 from functools import cache
 from pathlib import Path
@@ -125,3 +126,9 @@ def fill(message: str, **fields: object) -> str:
             text += " "
         text += piece
     return text
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a terminal: two for a wide or full-width character (a Chinese character, a
+    full-width colon or parenthesis: ``unicodedata.east_asian_width`` W or F), one for any other."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

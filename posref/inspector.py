@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from posref.config import RopeConfig, rope_from_config
+from posref.i18n import N_, _, display_width
 from posref.scaling import default_inv_freq, dynamic_ntk_alpha
 
 PAIR_KINDS = ("kept", "blended", "interpolated", "beyond", "faster")
@@ -116,54 +117,123 @@ def _tokens(n: float) -> str:
     return f"{n:,.0f}" if n < 1e7 else f"{n:.3g}"
 
 
-def format_inspection(inspection: Inspection) -> str:
-    """A short plain-text report, one fact per line."""
+# the report's labels, said in the language of the moment, with the values after them in one column
+LABELS = {
+    "model": N_("model:"),
+    "model_type": N_("model_type:"),
+    "method": N_("method:"),
+    "base": N_("base (theta):"),
+    "head_dim": N_("head dim:"),
+    "factor": N_("factor:"),
+    "alpha": N_("alpha at seq_len:"),
+    "context": N_("context:"),
+    "attention_factor": N_("attention factor:"),
+    "evaluated_at": N_("evaluated at:"),
+    "pairs": N_("pairs:"),
+    "wavelengths": N_("wavelengths:"),
+    "note": N_("note:"),
+    "plot": N_("plot:"),
+}
+
+
+def _aligned(rows: list[tuple[str, str]]) -> list[str]:
+    """``(label key, value)`` rows as lines whose values start in one column, one past the widest label, counted
+    in display columns (``display_width``: a Chinese character takes two), so that they line up in a terminal in
+    every language (English's column is 18)."""
+    labels = [_(LABELS[key]) for key, _value in rows]
+    column = max(map(display_width, labels)) + 1
+    return [
+        label + " " * (column - display_width(label)) + value
+        for label, (_key, value) in zip(labels, rows, strict=True)
+    ]
+
+
+def _pair_counts(inspection: Inspection) -> str:
+    counts, factor = inspection.counts(), inspection.factor
+    described = {
+        "kept": _("{n} kept"),
+        "blended": _("{n} blended"),
+        "interpolated": _("{n} interpolated (divided by {factor:g})") if factor else _("{n} interpolated"),
+        "beyond": _("{n} divided by more than the factor"),
+        "faster": _("{n} made faster"),
+    }
+    listed = _(", ").join(described[k].format(n=counts[k], factor=factor) for k in PAIR_KINDS if counts[k])
+    return _("{counts} (of {pairs})").format(counts=listed, pairs=len(inspection.ratio))
+
+
+def format_inspection(inspection: Inspection, *, plot: str | Path | None = None) -> str:
+    """A short plain-text report, one fact per line, in the language posref speaks (``posref.i18n``), its values
+    in one column; ``plot``, the path of the wavelength plot when one was saved, is its last line."""
     rope = inspection.rope
     before, after = inspection.wavelengths()
     original, claimed = rope.original_max_position_embeddings, rope.max_position_embeddings
-    lines = []
-    if inspection.name:
-        lines.append(f"model:            {inspection.name}")
-    lines.append(f"model_type:       {rope.model_type or '(none)'}")
-    lines.append(f"method:           {rope.rope_type}")
-    lines.append(f"base (theta):     {rope.base:g}")
-    pairs = rope.rotary_dim // 2
-    lines.append(
-        f"head dim:         {rope.head_dim} (rotary dim {rope.rotary_dim} = {pairs} pairs, "
-        f"partial_rotary_factor {rope.partial_rotary_factor:g}, layout {rope.layout})"
-    )
+    rows = [("model", inspection.name)] if inspection.name else []
+    rows += [
+        ("model_type", rope.model_type or _("(none)")),
+        ("method", rope.rope_type),
+        ("base", f"{rope.base:g}"),
+        (
+            "head_dim",
+            _(
+                "{head_dim} (rotary dim {rotary_dim} = {pairs} pairs, partial_rotary_factor {partial:g}, layout "
+                "{layout})"
+            ).format(
+                head_dim=rope.head_dim,
+                rotary_dim=rope.rotary_dim,
+                pairs=rope.rotary_dim // 2,
+                partial=rope.partial_rotary_factor,
+                layout=rope.layout,
+            ),
+        ),
+    ]
     if inspection.factor is not None:
-        label = "alpha at seq_len" if rope.rope_type == "dynamic" else "factor"
-        lines.append(f"{label + ':':<18}{inspection.factor:g}")
+        rows.append(("alpha" if rope.rope_type == "dynamic" else "factor", f"{inspection.factor:g}"))
     if original is not None and claimed is not None:
-        stretch = f" (claimed / original = {claimed / original:g})" if claimed != original else ""
-        lines.append(f"context:          original {_tokens(original)}, claimed {_tokens(claimed)}{stretch}")
-    lines.append(f"attention factor: {inspection.attention_factor:.5g} (multiplies cos and sin)")
-    if rope.length_dependent:
-        lines.append(f"evaluated at:     seq_len {inspection.seq_len} (this method depends on the length)")
-    counts = inspection.counts()
-    described = {
-        "kept": "kept",
-        "blended": "blended",
-        "interpolated": f"interpolated (divided by {inspection.factor:g})"
-        if inspection.factor
-        else "interpolated",
-        "beyond": "divided by more than the factor",
-        "faster": "made faster",
-    }
-    parts = [f"{counts[k]} {described[k]}" for k in PAIR_KINDS if counts[k]]
-    lines.append(f"pairs:            {', '.join(parts)} (of {pairs})")
-    lines.append(
-        f"wavelengths:      {_tokens(float(before[0]))} .. {_tokens(float(before[-1]))} tokens before, "
-        f"{_tokens(float(after[0]))} .. {_tokens(float(after[-1]))} after"
-    )
-    if original is not None:
-        lines.append(
-            f"pairs slower than one turn per original context: {int((before > original).sum())} before, "
-            f"{int((after > original).sum())} after"
+        if claimed != original:
+            context = _("original {original}, claimed {claimed} (claimed / original = {ratio:g})")
+        else:
+            context = _("original {original}, claimed {claimed}")
+        rows.append(
+            (
+                "context",
+                context.format(
+                    original=_tokens(original), claimed=_tokens(claimed), ratio=claimed / original
+                ),
+            )
         )
-    for note in rope.notes:
-        lines.append(f"note:             {note}")
+    rows.append(
+        (
+            "attention_factor",
+            _("{factor:.5g} (multiplies cos and sin)").format(factor=inspection.attention_factor),
+        )
+    )
+    if rope.length_dependent:
+        rows.append(
+            (
+                "evaluated_at",
+                _("seq_len {seq_len} (this method depends on the length)").format(seq_len=inspection.seq_len),
+            )
+        )
+    rows.append(("pairs", _pair_counts(inspection)))
+    wavelengths = _("{fast} .. {slow} tokens before, {fast_after} .. {slow_after} after")
+    rows.append(
+        (
+            "wavelengths",
+            wavelengths.format(
+                fast=_tokens(float(before[0])),
+                slow=_tokens(float(before[-1])),
+                fast_after=_tokens(float(after[0])),
+                slow_after=_tokens(float(after[-1])),
+            ),
+        )
+    )
+    lines = _aligned(rows + [("note", note) for note in rope.notes] + ([("plot", str(plot))] if plot else []))
+    if original is not None:
+        slower = _("pairs slower than one turn per original context: {before} before, {after} after")
+        lines.insert(
+            len(rows),
+            slower.format(before=int((before > original).sum()), after=int((after > original).sum())),
+        )
     return "\n".join(lines)
 
 
@@ -203,27 +273,40 @@ def load_config(path: str | Path, model: str | None = None) -> tuple[str, dict[s
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise FileNotFoundError(f"no such file: {path}") from None
+        raise FileNotFoundError(_("no such file: {path}").format(path=path)) from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from None
+        raise ValueError(_("{path} is not valid JSON: {error}").format(path=path, error=e)) from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object (a config.json), got {type(data).__name__}")
+        raise ValueError(
+            _("{path} must hold a JSON object (a config.json), got {kind}").format(
+                path=path, kind=type(data).__name__
+            )
+        )
     if "models" not in data:
         if model is not None:
-            raise ValueError(f"{path} is a single config.json; --model applies to a collection with 'models'")
+            raise ValueError(
+                _("{path} is a single config.json; --model applies to a collection with 'models'").format(
+                    path=path
+                )
+            )
         return path.stem, data
     entries = data["models"]
     names = [entry["name"] for entry in entries]
     if model is None:
         raise ValueError(
-            f"{path} holds {len(names)} configs; choose one with --model NAME: {', '.join(names)}"
+            _("{path} holds {n_names} configs; choose one with --model NAME: {names}").format(
+                path=path, n_names=len(names), names=", ".join(names)
+            )
         )
     exact = [e for e in entries if e["name"].lower() == model.lower()]
     found = exact or [e for e in entries if model.lower() in e["name"].lower()]
     if len(found) != 1:
-        which = "matches several" if found else "matches none"
+        if found:
+            message = _("--model {model!r} matches several of the configs in {path}: {candidates}")
+        else:
+            message = _("--model {model!r} matches none of the configs in {path}: {candidates}")
         candidates = [e["name"] for e in found] or names
-        raise ValueError(f"--model {model!r} {which} of the configs in {path}: {', '.join(candidates)}")
+        raise ValueError(message.format(model=model, path=path, candidates=", ".join(candidates)))
     return found[0]["name"], found[0]["config"]
 
 

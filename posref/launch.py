@@ -40,6 +40,7 @@ from pathlib import Path
 
 import posref_jupyter
 from posref import workfolder
+from posref.i18n import _
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
@@ -95,7 +96,11 @@ def edition(name: str) -> Edition:
     for tag, found in EDITIONS.items():
         if tag.lower() == wanted:
             return found
-    raise ValueError(f"no edition {name!r}: the course's editions are {', '.join(EDITIONS)}")
+    raise ValueError(
+        _("no edition {name!r}: the course's editions are {editions}").format(
+            name=name, editions=", ".join(EDITIONS)
+        )
+    )
 
 
 def in_checkout() -> bool:
@@ -116,19 +121,22 @@ def course_folders(
     if releases is not None:
         releases = Path(releases).expanduser().resolve()
         if not releases.is_dir():
-            raise FileNotFoundError(f"no folder {releases} of released notebooks to copy from")
+            raise FileNotFoundError(
+                _("no folder {releases} of released notebooks to copy from").format(releases=releases)
+            )
     if folder is None:
         if not in_checkout():
             return Path.cwd(), releases
         if releases is None and not (lang.releases / START_PAGE).is_file():
             raise FileNotFoundError(
-                f"this checkout has no {lang.tag} edition ({lang.releases} holds no {START_PAGE}): `git pull` "
-                f"brings the course's editions; an instructor makes them (autograder/README.md)"
+                _(
+                    "this checkout has no {tag} edition ({releases} holds no {start_page}): `git pull` brings the course's editions; an instructor makes them (autograder/README.md)"
+                ).format(tag=lang.tag, releases=lang.releases, start_page=START_PAGE)
             )
         return lang.work, releases or lang.releases
     path = Path(folder).expanduser().resolve()
     if releases is None and not path.is_dir():
-        raise FileNotFoundError(f"no folder {path} to open in JupyterLab")
+        raise FileNotFoundError(_("no folder {path} to open in JupyterLab").format(path=path))
     return path, releases
 
 
@@ -203,7 +211,9 @@ def run_update(args: argparse.Namespace) -> int:
     folder, releases = course_folders(args.folder, args.releases, args.lang)
     if releases is None:
         raise FileNotFoundError(
-            "posref runs outside a checkout of the course: say where the released notebooks are (--releases DIR)"
+            _(
+                "posref runs outside a checkout of the course: say where the released notebooks are (--releases DIR)"
+            )
         )
     update_folder(folder, releases, "update")
     return 0

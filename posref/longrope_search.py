@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from posref._checks import check_positive_int
+from posref.i18n import _
 from posref.scaling import default_inv_freq, rope_frequencies
 
 Objective = Callable[[torch.Tensor], float]
@@ -116,7 +117,9 @@ class _Search:
                 value = value.item()
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(
-                    f"the objective must return a finite number, got {value!r} for factors {list(key)}"
+                    _(
+                        "the objective must return a finite number, got {value!r} for factors {factors}"
+                    ).format(value=value, factors=list(key))
                 )
             self.scores[key] = float(value)
         return self.scores[key]
@@ -166,30 +169,48 @@ def longrope_search(
     Returns: ``SearchResult`` with the best factors (projected to the bounds and, if asked, made monotone).
     """
     if not callable(objective):
-        raise TypeError(f"objective must be callable (factors -> score), got {type(objective).__name__}")
+        raise TypeError(
+            _("objective must be callable (factors -> score), got {kind}").format(
+                kind=type(objective).__name__
+            )
+        )
     candidates = list(initial.values()) if isinstance(initial, Mapping) else list(initial)
     if not candidates:
-        raise ValueError("initial must hold at least one candidate (e.g. seed_factors(...))")
+        raise ValueError(_("initial must hold at least one candidate (e.g. seed_factors(...))"))
     start = [torch.as_tensor(c, dtype=torch.float64).flatten() for c in candidates]
     n = start[0].numel()
     if n == 0 or any(c.numel() != n for c in start):
         raise ValueError(
-            f"initial candidates must all have the same, non-zero length; got {[c.numel() for c in start]}"
+            _("initial candidates must all have the same, non-zero length; got {lengths}").format(
+                lengths=[c.numel() for c in start]
+            )
         )
     for i, c in enumerate(start):
         if not bool(torch.isfinite(c).all()):
-            raise ValueError(f"initial candidate {i} holds a non-finite factor: {c.tolist()}")
+            raise ValueError(
+                _("initial candidate {i} holds a non-finite factor: {factors}").format(
+                    i=i, factors=c.tolist()
+                )
+            )
     if not 1.0 <= min_factor < max_factor:
         raise ValueError(
-            f"need 1 <= min_factor < max_factor, got min_factor={min_factor}, max_factor={max_factor}"
+            _(
+                "need 1 <= min_factor < max_factor, got min_factor={min_factor}, max_factor={max_factor}"
+            ).format(min_factor=min_factor, max_factor=max_factor)
         )
     for name, value in [("population", population), ("parents", parents), ("generations", generations)]:
         check_positive_int(name, value)
     if parents > population:
-        raise ValueError(f"parents ({parents}) cannot exceed population ({population})")
+        raise ValueError(
+            _("parents ({parents}) cannot exceed population ({population})").format(
+                parents=parents, population=population
+            )
+        )
     if not (0 < mutation_scale < math.inf and 0 < mutation_probability <= 1):  # also refuses NaN
         raise ValueError(
-            f"need mutation_scale > 0 and 0 < mutation_probability <= 1, got {mutation_scale}, {mutation_probability}"
+            _(
+                "need mutation_scale > 0 and 0 < mutation_probability <= 1, got {mutation_scale}, {mutation_probability}"
+            ).format(mutation_scale=mutation_scale, mutation_probability=mutation_probability)
         )
 
     search = _Search(objective, min_factor, max_factor, monotone, torch.Generator().manual_seed(seed))
@@ -198,10 +219,10 @@ def longrope_search(
         pool.append(search.mutate(pool[search.pick(len(start))], mutation_scale, mutation_probability))
     pool = _best(search, pool, population)
     history = [search.score(pool[0])]
-    for _ in range(generations):
+    for _generation in range(generations):
         breeders = pool[:parents]
         children = []
-        for _ in range(population):
+        for _child in range(population):
             a = breeders[search.pick(len(breeders))]
             if len(breeders) > 1 and bool(torch.rand((), generator=search.generator) < 0.5):
                 b = breeders[search.pick(len(breeders))]

@@ -24,6 +24,7 @@ from posref._checks import (
     check_same_device,
     check_tensor,
 )
+from posref.i18n import _
 
 
 def _power_of_two_slopes(n: int) -> list[float]:
@@ -49,12 +50,20 @@ def alibi_slopes(
 def _as_positions(name: str, positions: torch.Tensor | int, device: torch.device | None) -> torch.Tensor:
     if isinstance(positions, int) and not isinstance(positions, bool):
         if positions < 0:
-            raise ValueError(f"{name} as a length (meaning arange(length)) must be >= 0, got {positions}")
+            raise ValueError(
+                _("{name} as a length (meaning arange(length)) must be >= 0, got {positions}").format(
+                    name=name, positions=positions
+                )
+            )
         return torch.arange(positions, device=device)
     check_tensor(name, positions)
     check_integer_positions(name, positions)
     if positions.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one position per token), got shape {tuple(positions.shape)}")
+        raise ValueError(
+            _("{name} must be 1-D (one position per token), got shape {positions_shape}").format(
+                name=name, positions_shape=tuple(positions.shape)
+            )
+        )
     return positions
 
 
@@ -69,7 +78,11 @@ def alibi_bias(
     check_tensor("slopes", slopes)
     check_float("slopes", slopes)
     if slopes.ndim != 1:
-        raise ValueError(f"slopes must be 1-D (one per head), got shape {tuple(slopes.shape)}")
+        raise ValueError(
+            _("slopes must be 1-D (one per head), got shape {slopes_shape}").format(
+                slopes_shape=tuple(slopes.shape)
+            )
+        )
     q = _as_positions("q_positions", q_positions, slopes.device)
     k = _as_positions("k_positions", k_positions, slopes.device)
     check_same_device(slopes=slopes, q_positions=q, k_positions=k)
@@ -107,16 +120,26 @@ def t5_relative_position_bucket(
         n = (-rel).clamp(min=0)
     max_exact = num_buckets // 2
     if max_exact < 1:
-        raise ValueError(
-            f"num_buckets must be >= {4 if bidirectional else 2} "
-            f"({'bidirectional: ' if bidirectional else ''}at least one exact and one log bucket"
-            f"{' per direction' if bidirectional else ''}), got {given}"
-        )
+        if bidirectional:
+            message = _(
+                "num_buckets must be >= 4 (bidirectional: at least one exact and one log bucket per direction), "
+                "got {given}"
+            )
+        else:
+            message = _("num_buckets must be >= 2 (at least one exact and one log bucket), got {given}")
+        raise ValueError(message.format(given=given))
     if max_distance <= max_exact:
-        raise ValueError(
-            f"max_distance must exceed the {max_exact} exactly bucketed distances (num_buckets={given}"
-            f"{', bidirectional' if bidirectional else ''}), got max_distance={max_distance}"
-        )
+        if bidirectional:
+            message = _(
+                "max_distance must exceed the {max_exact} exactly bucketed distances (num_buckets={given}, "
+                "bidirectional), got max_distance={max_distance}"
+            )
+        else:
+            message = _(
+                "max_distance must exceed the {max_exact} exactly bucketed distances (num_buckets={given}), "
+                "got max_distance={max_distance}"
+            )
+        raise ValueError(message.format(max_exact=max_exact, given=given, max_distance=max_distance))
     is_small = n < max_exact
     # log-spaced buckets for max_exact <= n < max_distance; clipped to the last bucket beyond
     log_ratio = torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)

@@ -36,6 +36,7 @@ from posref._checks import (
     check_same_device,
     check_tensor,
 )
+from posref.i18n import _
 from posref.scaling import rope_frequencies, split_scaling
 
 LAYOUTS = ("half", "interleaved")
@@ -58,10 +59,18 @@ def rope_cos_sin(
     check_tensor("inv_freq", inv_freq)
     for name, t in (("positions", positions), ("inv_freq", inv_freq)):
         if t.dtype == torch.bool or t.is_complex():
-            raise TypeError(f"{name} must be a real (integer or float) tensor, got dtype {t.dtype}")
+            raise TypeError(
+                _("{name} must be a real (integer or float) tensor, got dtype {dtype}").format(
+                    name=name, dtype=t.dtype
+                )
+            )
     check_same_device(positions=positions, inv_freq=inv_freq)
     if inv_freq.ndim != 1:
-        raise ValueError(f"inv_freq must be 1-D (one frequency per pair), got shape {tuple(inv_freq.shape)}")
+        raise ValueError(
+            _("inv_freq must be 1-D (one frequency per pair), got shape {inv_freq_shape}").format(
+                inv_freq_shape=tuple(inv_freq.shape)
+            )
+        )
     compute = torch.promote_types(torch.promote_types(positions.dtype, inv_freq.dtype), torch.float32)
     angles = positions.to(compute)[..., None] * inv_freq.to(compute)
     cos, sin = angles.cos(), angles.sin()
@@ -78,32 +87,40 @@ def _check_rope_inputs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     check_same_device(x=x, cos=cos, sin=sin)
     if cos.shape != sin.shape:
         raise ValueError(
-            f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+            _("cos and sin must have the same shape, got {cos_shape} and {sin_shape}").format(
+                cos_shape=tuple(cos.shape), sin_shape=tuple(sin.shape)
+            )
         )
     if x.ndim < 2:
-        raise ValueError(f"x must be (..., seq, head_dim), got shape {tuple(x.shape)}")
+        raise ValueError(
+            _("x must be (..., seq, head_dim), got shape {x_shape}").format(x_shape=tuple(x.shape))
+        )
     r = cos.shape[-1]
     head_dim, seq = x.shape[-1], x.shape[-2]
     if 2 * r > head_dim:
         raise ValueError(
-            f"cos/sin have {r} pairs (last dim) = {2 * r} rotated dims, more than x's head_dim {head_dim}; "
-            f"expected cos.shape[-1] <= head_dim / 2"
+            _(
+                "cos/sin have {r} pairs (last dim) = {dims} rotated dims, more than x's head_dim {head_dim}; expected cos.shape[-1] <= head_dim / 2"
+            ).format(r=r, dims=2 * r, head_dim=head_dim)
         )
     if cos.ndim < 2 or cos.shape[-2] not in (1, seq):
         raise ValueError(
-            f"cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]) or 1 (one position shared by "
-            f"every token), got shape {tuple(cos.shape)}"
+            _(
+                "cos/sin must be (..., seq, pairs) with seq = {seq} (x.shape[-2]) or 1 (one position shared by every token), got shape {cos_shape}"
+            ).format(seq=seq, cos_shape=tuple(cos.shape))
         )
     if cos.ndim not in (2, x.ndim):
         raise ValueError(
-            f"cos/sin of shape {tuple(cos.shape)} are ambiguous for x of shape {tuple(x.shape)}: pass (seq, pairs) "
-            f"or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
+            _(
+                "cos/sin of shape {cos_shape} are ambiguous for x of shape {x_shape}: pass (seq, pairs) or give them as many dims as x (e.g. cos[:, None] to add the head dim for per-batch positions)"
+            ).format(cos_shape=tuple(cos.shape), x_shape=tuple(x.shape))
         )
     # a larger cos (more sequences) would enlarge x's shape
     if not broadcasts_to(cos.shape[:-1], x.shape[:-1]):
         raise ValueError(
-            f"cos/sin of shape {tuple(cos.shape)} do not broadcast to x of shape {tuple(x.shape)}: each leading "
-            f"dim of cos/sin must be 1 or equal to x's"
+            _(
+                "cos/sin of shape {cos_shape} do not broadcast to x of shape {x_shape}: each leading dim of cos/sin must be 1 or equal to x's"
+            ).format(cos_shape=tuple(cos.shape), x_shape=tuple(x.shape))
         )
     return r
 
@@ -287,7 +304,9 @@ class RotaryEmbedding(nn.Module):
         self.method, params = split_scaling(self.scaling)
         self.original_len: int | None = params.get("original_max_position_embeddings")
         if self.method.length_dependent and self.original_len is None:
-            raise ValueError(f"rope_type {self.method.name!r} needs original_max_position_embeddings")
+            raise ValueError(
+                _("rope_type {name!r} needs original_max_position_embeddings").format(name=self.method.name)
+            )
         self._freq_len: int | None = self.original_len if self.method.name == "dynamic" else None
         inv_freq, factor = self._frequencies(self._freq_len, device)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
@@ -358,10 +377,10 @@ class RotaryEmbedding(nn.Module):
         check_integer_positions("positions", positions)
         check_same_device(positions=positions, inv_freq=self.inv_freq)
         if positions.numel() == 0:
-            raise ValueError("positions is empty")
+            raise ValueError(_("positions is empty"))
         low, high = torch.aminmax(positions)  # one device sync: the cache must cover max(positions)
         if int(low) < 0:
-            raise ValueError(f"positions must be >= 0, got {int(low)}")
+            raise ValueError(_("positions must be >= 0, got {low}").format(low=int(low)))
         self._ensure_cached(int(high) + 1)
         return self._cos[positions], self._sin[positions]
 
@@ -383,7 +402,11 @@ class RotaryEmbedding(nn.Module):
         self._check_x("q", q)
         self._check_x("k", k)
         if q.shape[-2] != k.shape[-2]:
-            raise ValueError(f"q and k must have the same length, got {q.shape[-2]} and {k.shape[-2]}")
+            raise ValueError(
+                _("q and k must have the same length, got {q_len} and {k_len}").format(
+                    q_len=q.shape[-2], k_len=k.shape[-2]
+                )
+            )
         cos, sin = self._cos_sin_for(q, positions, offset)
         return apply_rope_qk(q, k, cos, sin, layout=self.layout)
 
@@ -399,7 +422,9 @@ class RotaryEmbedding(nn.Module):
         check_tensor(name, x)
         if x.ndim < 2 or x.shape[-1] != self.head_dim:
             raise ValueError(
-                f"{name} must be (..., seq, head_dim) with head_dim={self.head_dim}, got shape {tuple(x.shape)}"
+                _("{name} must be (..., seq, head_dim) with head_dim={head_dim}, got shape {x_shape}").format(
+                    name=name, head_dim=self.head_dim, x_shape=tuple(x.shape)
+                )
             )
 
     def _cos_sin_for(
@@ -412,17 +437,20 @@ class RotaryEmbedding(nn.Module):
             self._ensure_cached(offset + seq)
             return self._cos[offset : offset + seq], self._sin[offset : offset + seq]
         if offset:
-            raise ValueError("pass either positions or offset, not both")
+            raise ValueError(_("pass either positions or offset, not both"))
         if positions.shape[-1] != seq or positions.ndim not in (1, 2):
             raise ValueError(
-                f"positions must be (T,) or (B, T) with T = {seq} (x.shape[-2]), got shape {tuple(positions.shape)}"
+                _(
+                    "positions must be (T,) or (B, T) with T = {seq} (x.shape[-2]), got shape {positions_shape}"
+                ).format(seq=seq, positions_shape=tuple(positions.shape))
             )
         cos, sin = self.cos_sin(positions)
         if positions.ndim == 2:
             if x.ndim != 4 or x.shape[0] != positions.shape[0]:
                 raise ValueError(
-                    f"per-sequence positions (B, T) = {tuple(positions.shape)} need x of shape (B, H, T, D), "
-                    f"got {tuple(x.shape)}"
+                    _(
+                        "per-sequence positions (B, T) = {positions_shape} need x of shape (B, H, T, D), got {x_shape}"
+                    ).format(positions_shape=tuple(positions.shape), x_shape=tuple(x.shape))
                 )
             cos, sin = cos[:, None], sin[:, None]  # (B, T, r) -> (B, 1, T, r): shared by heads
         return cos, sin

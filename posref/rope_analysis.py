@@ -17,6 +17,7 @@ import math
 import torch
 
 from posref._checks import check_choice, check_float, check_integer_positions, check_same_device, check_tensor
+from posref.i18n import _
 from posref.rope import LAYOUTS
 
 
@@ -24,7 +25,11 @@ def split_pairs(x: torch.Tensor, r: int, *, layout: str = "half") -> tuple[torch
     """The two coordinates ``(a, b)`` of the first ``r`` pairs of ``x`` ``(..., D)`` -> two ``(..., r)`` views."""
     check_choice("layout", layout, LAYOUTS)
     if 2 * r > x.shape[-1]:
-        raise ValueError(f"{r} pairs need a last dim of at least {2 * r}, got {x.shape[-1]}")
+        raise ValueError(
+            _("{r} pairs need a last dim of at least {dims}, got {x_dim}").format(
+                r=r, dims=2 * r, x_dim=x.shape[-1]
+            )
+        )
     if layout == "half":
         return x[..., :r], x[..., r : 2 * r]
     return x[..., 0 : 2 * r : 2], x[..., 1 : 2 * r : 2]
@@ -39,7 +44,9 @@ def pair_norms(x: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     check_tensor("x", x)
     check_float("x", x)
     if x.ndim < 1 or x.shape[-1] % 2:
-        raise ValueError(f"x must end in an even head dim, got shape {tuple(x.shape)}")
+        raise ValueError(
+            _("x must end in an even head dim, got shape {x_shape}").format(x_shape=tuple(x.shape))
+        )
     a, b = split_pairs(x, x.shape[-1] // 2, layout=layout)
     return torch.hypot(a, b)
 
@@ -64,10 +71,16 @@ def rope_scores_by_distance(
     check_integer_positions("distances", distances)
     check_same_device(q=q, k=k, inv_freq=inv_freq, distances=distances)
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same head dim, got {q.shape[-1]} and {k.shape[-1]}")
+        raise ValueError(
+            _("q and k must have the same head dim, got {q_dim} and {k_dim}").format(
+                q_dim=q.shape[-1], k_dim=k.shape[-1]
+            )
+        )
     if inv_freq.ndim != 1 or distances.ndim != 1:
         raise ValueError(
-            f"inv_freq and distances must be 1-D, got shapes {tuple(inv_freq.shape)} and {tuple(distances.shape)}"
+            _("inv_freq and distances must be 1-D, got shapes {inv_freq_shape} and {distances_shape}").format(
+                inv_freq_shape=tuple(inv_freq.shape), distances_shape=tuple(distances.shape)
+            )
         )
     r = inv_freq.shape[0]
     qd, kd = q.double(), k.double()
@@ -90,9 +103,13 @@ def p_rope_inv_freq(inv_freq: torch.Tensor, p: float) -> torch.Tensor:
     """
     check_tensor("inv_freq", inv_freq)
     if inv_freq.ndim != 1:
-        raise ValueError(f"inv_freq must be 1-D, got shape {tuple(inv_freq.shape)}")
+        raise ValueError(
+            _("inv_freq must be 1-D, got shape {inv_freq_shape}").format(inv_freq_shape=tuple(inv_freq.shape))
+        )
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a number in [0, 1] (the fraction of frequencies kept), got {p!r}")
+        raise ValueError(
+            _("p must be a number in [0, 1] (the fraction of frequencies kept), got {p!r}").format(p=p)
+        )
     r = inv_freq.shape[0]
     # p * r in floating point can land just under a whole number (0.58 * 50 = 28.999999999999996): that is 29
     n_keep = math.floor(p * r + 1e-9)

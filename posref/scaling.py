@@ -52,6 +52,7 @@ import torch
 from posref._checks import check_base, check_choice, check_even, check_positive_int
 
 # the registry lives in posref.scaling_registry; its names are re-exported here, where the rest of posref looks
+from posref.i18n import _
 from posref.scaling_registry import (  # noqa: F401
     ADDED_METHODS,
     EXAMPLE_DIM,
@@ -87,18 +88,26 @@ def _default(
 
 def _real(method: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"rope_type {method!r}: {key} must be a finite number, got {value!r}")
+        raise ValueError(
+            _("rope_type {method!r}: {key} must be a finite number, got {value!r}").format(
+                method=method, key=key, value=value
+            )
+        )
     return float(value)
 
 
 def _factor(method: str, params: Mapping[str, Any], key: str = "factor") -> float:
     value = params[key]
     if value is None:
-        raise ValueError(f"rope_type {method!r}: {key} is None; expected a number >= 1")
+        raise ValueError(
+            _("rope_type {method!r}: {key} is None; expected a number >= 1").format(method=method, key=key)
+        )
     value = _real(method, key, value)
     if value < 1.0:
         raise ValueError(
-            f"rope_type {method!r}: {key} must be >= 1 (it stretches the context by that much), got {value}"
+            _(
+                "rope_type {method!r}: {key} must be >= 1 (it stretches the context by that much), got {value}"
+            ).format(method=method, key=key, value=value)
         )
     return value
 
@@ -106,7 +115,11 @@ def _factor(method: str, params: Mapping[str, Any], key: str = "factor") -> floa
 def _positive(method: str, key: str, value: Any) -> float:
     value = _real(method, key, value)
     if value <= 0.0:
-        raise ValueError(f"rope_type {method!r}: {key} must be > 0, got {value}")
+        raise ValueError(
+            _("rope_type {method!r}: {key} must be > 0, got {value}").format(
+                method=method, key=key, value=value
+            )
+        )
     return value
 
 
@@ -114,7 +127,9 @@ def _length(method: str, params: Mapping[str, Any], key: str = "original_max_pos
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(
-            f"rope_type {method!r}: {key} must be a positive int (a number of tokens), got {value!r}"
+            _(
+                "rope_type {method!r}: {key} must be a positive int (a number of tokens), got {value!r}"
+            ).format(method=method, key=key, value=value)
         )
     return value
 
@@ -122,19 +137,26 @@ def _length(method: str, params: Mapping[str, Any], key: str = "original_max_pos
 def _per_pair(method: str, key: str, value: Any, dim: int) -> list[float]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise ValueError(
-            f"rope_type {method!r}: {key} must be a list of {dim // 2} numbers, got {type(value).__name__}"
+            _("rope_type {method!r}: {key} must be a list of {pairs} numbers, got {kind}").format(
+                method=method, key=key, pairs=dim // 2, kind=type(value).__name__
+            )
         )
     if len(value) != dim // 2:
         raise ValueError(
-            f"rope_type {method!r}: {key} must have one entry per rotated pair, rotary dim / 2 = {dim // 2}; "
-            f"got {len(value)}"
+            _(
+                "rope_type {method!r}: {key} must have one entry per rotated pair, rotary dim / 2 = {pairs}; got {n}"
+            ).format(method=method, key=key, pairs=dim // 2, n=len(value))
         )
     return [_positive(method, f"{key}[{i}]", v) for i, v in enumerate(value)]
 
 
 def _ntk_dim(method: str, dim: int) -> int:
     if dim < 4:
-        raise ValueError(f"rope_type {method!r} needs a rotary dim >= 4 (the exponent is d/(d-2)), got {dim}")
+        raise ValueError(
+            _("rope_type {method!r} needs a rotary dim >= 4 (the exponent is d/(d-2)), got {dim}").format(
+                method=method, dim=dim
+            )
+        )
     return dim
 
 
@@ -272,8 +294,9 @@ def _betas(method: str, params: Mapping[str, Any]) -> tuple[float, float]:
     beta_slow = _positive(method, "beta_slow", params.get("beta_slow") or 1)
     if beta_fast <= beta_slow:
         raise ValueError(
-            f"rope_type {method!r}: beta_fast (turns in L above which a pair is kept) must exceed beta_slow, "
-            f"got beta_fast={beta_fast}, beta_slow={beta_slow}"
+            _(
+                "rope_type {method!r}: beta_fast (turns in L above which a pair is kept) must exceed beta_slow, got beta_fast={beta_fast}, beta_slow={beta_slow}"
+            ).format(method=method, beta_fast=beta_fast, beta_slow=beta_slow)
         )
     return beta_fast, beta_slow
 
@@ -343,8 +366,9 @@ def _yarn(
     """
     if params["factor"] is None:
         raise ValueError(
-            "rope_type 'yarn': factor is None; in a model config that means max_position_embeddings / "
-            "original_max_position_embeddings - pass that number (rope_from_config resolves it for you)"
+            _(
+                "rope_type 'yarn': factor is None; in a model config that means max_position_embeddings / original_max_position_embeddings - pass that number (rope_from_config resolves it for you)"
+            )
         )
     s = _factor("yarn", params)
     original_len = _length("yarn", params)
@@ -352,7 +376,9 @@ def _yarn(
     ramp = check_choice("yarn ramp", params.get("ramp", "index"), YARN_RAMPS)
     truncate = params.get("truncate", True)
     if not isinstance(truncate, bool):
-        raise ValueError(f"rope_type 'yarn': truncate must be True or False, got {truncate!r}")
+        raise ValueError(
+            _("rope_type 'yarn': truncate must be True or False, got {truncate!r}").format(truncate=truncate)
+        )
     if ramp == "index":
         weight = yarn_index_ramp(dim, base, original_len, beta_fast, beta_slow, truncate=truncate)
     else:
@@ -393,7 +419,9 @@ def _llama3(
     high = _positive("llama3", "high_freq_factor", params["high_freq_factor"])
     if high <= low:
         raise ValueError(
-            f"rope_type 'llama3': high_freq_factor must exceed low_freq_factor, got high={high}, low={low}"
+            _(
+                "rope_type 'llama3': high_freq_factor must exceed low_freq_factor, got high={high}, low={low}"
+            ).format(high=high, low=low)
         )
     inv_freq = default_inv_freq(dim, base)
     wavelength = 2 * math.pi / inv_freq
@@ -452,8 +480,9 @@ def _longrope(
         attention_factor = longrope_attention_factor(_factor("longrope", params), original_len)
     else:
         raise ValueError(
-            "rope_type 'longrope' needs 'factor' or 'attention_factor' for its attention factor (the library "
-            "uses max_position_embeddings / original_max_position_embeddings; rope_from_config fills it in)"
+            _(
+                "rope_type 'longrope' needs 'factor' or 'attention_factor' for its attention factor (the library uses max_position_embeddings / original_max_position_embeddings; rope_from_config fills it in)"
+            )
         )
     rescale = torch.tensor(long_factor if long else short_factor, dtype=torch.float32)
     exponents = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
@@ -468,7 +497,11 @@ def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
         or not isinstance(partial_rotary_factor, numbers.Real)
         or not 0.0 < partial_rotary_factor <= 1.0
     ):
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}")
+        raise ValueError(
+            _("partial_rotary_factor must be in (0, 1], got {partial_rotary_factor}").format(
+                partial_rotary_factor=partial_rotary_factor
+            )
+        )
     dim = int(head_dim * partial_rotary_factor)
     check_even(
         f"rotary dim int(head_dim * partial_rotary_factor) = int({head_dim} * {partial_rotary_factor})", dim

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from posref.i18n import _
+
 FrequencyFn = Callable[[int, float, Mapping[str, Any], "int | None"], "tuple[torch.Tensor, float]"]
 
 # the key that carries the training length L, in the transformers library's name
@@ -61,15 +63,18 @@ class ScalingMethod:
         keys = set(params)
         unknown = keys - self.accepted
         missing = self.required - keys
-        accepted = ", ".join(sorted(self.accepted)) or "(no keys)"
+        accepted = ", ".join(sorted(self.accepted)) or _("(no keys)")
         if unknown:
             raise ValueError(
-                f"rope_type {self.name!r} does not accept key(s) {', '.join(sorted(unknown))}; "
-                f"it accepts: {accepted}"
+                _("rope_type {name!r} does not accept key(s) {unknown}; it accepts: {accepted}").format(
+                    name=self.name, unknown=", ".join(sorted(unknown)), accepted=accepted
+                )
             )
         if missing:
             raise ValueError(
-                f"rope_type {self.name!r} requires key(s) {', '.join(sorted(missing))}; it accepts: {accepted}"
+                _("rope_type {name!r} requires key(s) {missing}; it accepts: {accepted}").format(
+                    name=self.name, missing=", ".join(sorted(missing)), accepted=accepted
+                )
             )
         return dict(params)
 
@@ -93,7 +98,7 @@ def register_scaling(
 
     def decorate(fn: FrequencyFn) -> FrequencyFn:
         if name in SCALING_METHODS:
-            raise ValueError(f"scaling method {name!r} is registered twice")
+            raise ValueError(_("scaling method {name!r} is registered twice").format(name=name))
         method = ScalingMethod(
             name,
             fn,
@@ -118,7 +123,9 @@ ADDED_METHODS: Mapping[str, ScalingMethod] = MappingProxyType(_ADDED)
 def _key_names(name: str, what: str, keys: Any) -> tuple[str, ...]:
     if isinstance(keys, (str, bytes)) or not all(isinstance(k, str) and k for k in keys):
         raise ValueError(
-            f"scaling method {name!r}: {what} must be a tuple of key names (strings), e.g. ('factor',); got {keys!r}"
+            _(
+                "scaling method {name!r}: {what} must be a tuple of key names (strings), e.g. ('factor',); got {keys!r}"
+            ).format(name=name, what=what, keys=keys)
         )
     return tuple(keys)
 
@@ -132,22 +139,37 @@ def _checked(name: str, fn: FrequencyFn) -> FrequencyFn:
     ) -> tuple[torch.Tensor, float]:
         result = fn(dim, base, dict(params), seq_len)  # a copy: the function may not change the model's keys
         if not isinstance(result, tuple) or len(result) != 2:
-            raise TypeError(f"{label} must return (inv_freq, attention_factor), got {type(result).__name__}")
+            raise TypeError(
+                _("{label} must return (inv_freq, attention_factor), got {kind}").format(
+                    label=label, kind=type(result).__name__
+                )
+            )
         inv_freq, factor = result
         if not isinstance(inv_freq, torch.Tensor) or not inv_freq.is_floating_point():
-            raise TypeError(f"{label}: inv_freq must be a float tensor, got {inv_freq!r:.80}")
+            raise TypeError(
+                _("{label}: inv_freq must be a float tensor, got {inv_freq!r:.80}").format(
+                    label=label, inv_freq=inv_freq
+                )
+            )
         if inv_freq.shape != (dim // 2,):
             raise ValueError(
-                f"{label}: inv_freq must have one entry per rotated pair, shape ({dim // 2},) for dim {dim}; "
-                f"got {tuple(inv_freq.shape)}"
+                _(
+                    "{label}: inv_freq must have one entry per rotated pair, shape ({pairs},) for dim {dim}; got {inv_freq_shape}"
+                ).format(label=label, pairs=dim // 2, dim=dim, inv_freq_shape=tuple(inv_freq.shape))
             )
         if not bool(torch.isfinite(inv_freq).all()) or bool((inv_freq <= 0).any()):
-            raise ValueError(f"{label}: inv_freq must be positive and finite, got {inv_freq.tolist()}")
+            raise ValueError(
+                _("{label}: inv_freq must be positive and finite, got {inv_freq}").format(
+                    label=label, inv_freq=inv_freq.tolist()
+                )
+            )
         if isinstance(factor, torch.Tensor) and factor.numel() == 1:
             factor = factor.item()
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor < float("inf"):
             raise TypeError(
-                f"{label}: attention_factor must be a positive number (1.0 for none), got {factor!r}"
+                _(
+                    "{label}: attention_factor must be a positive number (1.0 for none), got {factor!r}"
+                ).format(label=label, factor=factor)
             )
         return inv_freq.detach().to(torch.float32), float(factor)
 
@@ -175,42 +197,61 @@ def add_scaling_method(
     notebook cell run twice); a name of posref's own methods is an error.
     """
     if not isinstance(name, str) or not name or name != name.strip() or " " in name:
-        raise ValueError(f"the name of a scaling method is a non-empty string without spaces, got {name!r}")
+        raise ValueError(
+            _("the name of a scaling method is a non-empty string without spaces, got {name!r}").format(
+                name=name
+            )
+        )
     if name in SCALING_METHODS:
         raise ValueError(
-            f"{name!r} is one of posref's own scaling methods ({', '.join(sorted(SCALING_METHODS))}); add yours "
-            f"under a name of its own, e.g. 'my_{name}'"
+            _(
+                "{name!r} is one of posref's own scaling methods ({methods}); add yours under a name of its own, e.g. 'my_{name}'"
+            ).format(name=name, methods=", ".join(sorted(SCALING_METHODS)))
         )
     if not callable(fn):
-        raise TypeError(f"scaling method {name!r}: fn must be a function, got {type(fn).__name__}")
+        raise TypeError(
+            _("scaling method {name!r}: fn must be a function, got {kind}").format(
+                name=name, kind=type(fn).__name__
+            )
+        )
     try:
         inspect.signature(fn).bind(EXAMPLE_DIM, 10000.0, {}, None)
     except TypeError:
         raise TypeError(
-            f"scaling method {name!r}: fn must take (head_dim, base, params, seq_len), got "
-            f"{getattr(fn, '__name__', 'fn')}{inspect.signature(fn)}"
+            _(
+                "scaling method {name!r}: fn must take (head_dim, base, params, seq_len), got {fn}{signature}"
+            ).format(name=name, fn=getattr(fn, "__name__", "fn"), signature=inspect.signature(fn))
         ) from None
     except ValueError:  # no signature to read (a builtin): the call below says whether it works
         pass
     if not isinstance(title, str) or not title.strip():
-        raise ValueError(f"scaling method {name!r}: title must be a non-empty string, got {title!r}")
+        raise ValueError(
+            _("scaling method {name!r}: title must be a non-empty string, got {title!r}").format(
+                name=name, title=title
+            )
+        )
     if not isinstance(example, Mapping) or "rope_type" in example:
         raise ValueError(
-            f"scaling method {name!r}: example must be a dict of the method's keys without 'rope_type', "
-            f"got {example!r}"
+            _(
+                "scaling method {name!r}: example must be a dict of the method's keys without 'rope_type', got {example!r}"
+            ).format(name=name, example=example)
         )
     required, optional = _key_names(name, "required", required), _key_names(name, "optional", optional)
     if set(required) & set(optional) or "rope_type" in required + optional:
         raise ValueError(
-            f"scaling method {name!r}: a key is either required or optional, and 'rope_type' is neither; got "
-            f"required={required}, optional={optional}"
+            _(
+                "scaling method {name!r}: a key is either required or optional, and 'rope_type' is neither; got required={required}, optional={optional}"
+            ).format(name=name, required=required, optional=optional)
         )
     if not isinstance(length_dependent, bool):
-        raise TypeError(f"scaling method {name!r}: length_dependent must be True or False")
+        raise TypeError(
+            _("scaling method {name!r}: length_dependent must be True or False").format(name=name)
+        )
     if length_dependent and ORIGINAL_LEN_KEY not in required:
         raise ValueError(
-            f"scaling method {name!r}: a length-dependent method compares the length with the training length: "
-            f"add {ORIGINAL_LEN_KEY!r} to required"
+            _(
+                "scaling method {name!r}: a length-dependent method compares the length with the training length: add {key!r} to required"
+            ).format(name=name, key=ORIGINAL_LEN_KEY)
         )
     method = ScalingMethod(
         name,
@@ -230,15 +271,23 @@ def add_scaling_method(
 def remove_scaling_method(name: str) -> None:
     """Remove a method added with ``add_scaling_method`` (posref's own cannot be removed)."""
     if name in SCALING_METHODS:
-        raise ValueError(f"{name!r} is one of posref's own scaling methods: it cannot be removed")
+        raise ValueError(
+            _("{name!r} is one of posref's own scaling methods: it cannot be removed").format(name=name)
+        )
     if name not in _ADDED:
-        raise ValueError(f"no added scaling method {name!r}; added: {', '.join(sorted(_ADDED)) or '(none)'}")
+        raise ValueError(
+            _("no added scaling method {name!r}; added: {added}").format(
+                name=name, added=", ".join(sorted(_ADDED)) or _("(none)")
+            )
+        )
     del _ADDED[name]
 
 
 def _known() -> str:
-    added = f"; added: {', '.join(sorted(_ADDED))}" if _ADDED else ""
-    return f"one of {', '.join(sorted(SCALING_METHODS))}{added}"
+    known = ", ".join(sorted(SCALING_METHODS))
+    if _ADDED:
+        return _("one of {known}; added: {added}").format(known=known, added=", ".join(sorted(_ADDED)))
+    return _("one of {known}").format(known=known)
 
 
 def split_scaling(scaling: Mapping[str, Any] | None) -> tuple[ScalingMethod, dict[str, Any]]:
@@ -247,13 +296,19 @@ def split_scaling(scaling: Mapping[str, Any] | None) -> tuple[ScalingMethod, dic
         return SCALING_METHODS["default"], {}
     if not isinstance(scaling, Mapping):
         raise TypeError(
-            f"scaling must be a dict with a 'rope_type' key or None, got {type(scaling).__name__}"
+            _("scaling must be a dict with a 'rope_type' key or None, got {kind}").format(
+                kind=type(scaling).__name__
+            )
         )
     if "rope_type" not in scaling:
-        raise ValueError(f"scaling dict needs a 'rope_type' key, {_known()}; got keys {sorted(scaling)}")
+        raise ValueError(
+            _("scaling dict needs a 'rope_type' key, {known}; got keys {keys}").format(
+                known=_known(), keys=sorted(scaling)
+            )
+        )
     name = scaling["rope_type"]
     method = SCALING_METHODS.get(name) or _ADDED.get(name)
     if method is None:
-        raise ValueError(f"unknown rope_type {name!r}; expected {_known()}")
+        raise ValueError(_("unknown rope_type {name!r}; expected {known}").format(name=name, known=_known()))
     params = {k: v for k, v in scaling.items() if k != "rope_type"}
     return method, method.validate(params)

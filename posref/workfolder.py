@@ -30,6 +30,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from posref.i18n import _
+
 MANIFEST = ".posref-course.json"
 ENTRY_KEYS = {"release", "written", "committed"}
 
@@ -95,7 +97,11 @@ def beside_name(work: Path, rel: str) -> str:
         candidate = path.with_name(f"{path.stem}.new{n if n > 1 else ''}{path.suffix}").as_posix()
         if not (work / candidate).exists():
             return candidate
-    raise FileExistsError(f"{work / path.parent} holds 9,999 new versions of {path.name}: delete some")
+    raise FileExistsError(
+        _("{folder} holds 9,999 new versions of {name}: delete some").format(
+            folder=work / path.parent, name=path.name
+        )
+    )
 
 
 def read_manifest(work: Path) -> dict[str, dict]:
@@ -105,11 +111,12 @@ def read_manifest(work: Path) -> dict[str, dict]:
     try:
         files = json.loads(path.read_text(encoding="utf-8"))["files"]
         if not all(isinstance(e, dict) and ENTRY_KEYS <= e.keys() for e in files.values()):
-            raise ValueError(f"each file's entry needs the keys {sorted(ENTRY_KEYS)}")
+            raise ValueError(_("each file's entry needs the keys {keys}").format(keys=sorted(ENTRY_KEYS)))
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(
-            f"{path} is not posref's record of the course files it delivered ({err}): move it away and run "
-            "again (every notebook that differs from the course's then gets the course's version beside it)"
+            _(
+                "{path} is not posref's record of the course files it delivered ({err}): move it away and run again (every notebook that differs from the course's then gets the course's version beside it)"
+            ).format(path=path, err=err)
         ) from None
     return files
 
@@ -119,7 +126,9 @@ def update(releases: Path, work: Path) -> list[Change]:
     of this module; what was done, in the order of the files."""
     releases, work = Path(releases), Path(work)
     if not releases.is_dir():
-        raise FileNotFoundError(f"no folder {releases} of released notebooks to copy from")
+        raise FileNotFoundError(
+            _("no folder {releases} of released notebooks to copy from").format(releases=releases)
+        )
     work.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(work)
     committed = committed_blobs(releases)

@@ -25,7 +25,9 @@ def unseen_share(angle: float, seen: float) -> float:
     the arc stays inside or when ``seen`` is a full turn or more, at most ``1 - seen / 2 pi``."""
     if not (math.isfinite(angle) and math.isfinite(seen)) or angle < 0 or seen < 0:
         raise ValueError(
-            f"angle and seen must be finite and >= 0 (radians), got angle={angle!r}, seen={seen!r}"
+            _("angle and seen must be finite and >= 0 (radians), got angle={angle!r}, seen={seen!r}").format(
+                angle=angle, seen=seen
+            )
         )
     return max(0.0, min(angle, TURN) - min(seen, TURN)) / TURN
 
@@ -42,10 +44,14 @@ def draw_angle_arcs(
     several such axes can draw one legend for all from the first axes' handles instead).
     """
     if not arcs:
-        raise ValueError("arcs is empty: expected at least one label -> largest angle (radians)")
+        raise ValueError(_("arcs is empty: expected at least one label -> largest angle (radians)"))
     for label, angle in {"seen": seen, **arcs}.items():
         if not math.isfinite(angle) or angle < 0:
-            raise ValueError(f"{label}: expected a finite angle >= 0 in radians, got {angle!r}")
+            raise ValueError(
+                _("{label}: expected a finite angle >= 0 in radians, got {angle!r}").format(
+                    label=label, angle=angle
+                )
+            )
     sector = np.linspace(0.0, min(seen, TURN), 200)
     ax.fill_between(sector, 0.0, 0.45 + 0.2 * len(arcs), color="0.85", label=_("met in training"))
     for k, (label, angle) in enumerate(arcs.items()):

@@ -83,14 +83,22 @@ def check_position(name: str, value: object) -> float:
         or not math.isfinite(value)
         or value < 0
     ):
-        raise ValueError(f"{name} must be a finite number >= 0 (a token position), got {value!r}")
+        raise ValueError(
+            _("{name} must be a finite number >= 0 (a token position), got {value!r}").format(
+                name=name, value=value
+            )
+        )
     return float(value)
 
 
 def check_index(name: str, value: object, size: int, what: str) -> int:
     """``value`` as an int if it is an integer in ``[0, size)``; ``what`` says what it indexes."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
-        raise ValueError(f"{name} must be an int in [0, {size}) ({what}), got {value!r}")
+        raise ValueError(
+            _("{name} must be an int in [0, {size}) ({what}), got {value!r}").format(
+                name=name, size=size, what=what, value=value
+            )
+        )
     return int(value)
 
 
@@ -98,7 +106,11 @@ def check_dim(name: str, value: object) -> int:
     """``value`` as an int if it is a positive even integer (a dimension encoded in pairs)."""
     check_positive_int(name, value)
     if value % 2:  # type: ignore[operator]
-        raise ValueError(f"{name} must be even (positions are encoded in pairs of dims), got {value}")
+        raise ValueError(
+            _("{name} must be even (positions are encoded in pairs of dims), got {value}").format(
+                name=name, value=value
+            )
+        )
     return int(value)  # type: ignore[arg-type]
 
 
@@ -138,7 +150,9 @@ def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
     ``<style>`` of an untrusted notebook, whose widget view it does not render either: the picture shows).
     """
     if not png.startswith(b"\x89PNG"):
-        raise ValueError(f"png must be the bytes of a PNG image (figure_png), got {png[:8]!r}")
+        raise ValueError(
+            _("png must be the bytes of a PNG image (figure_png), got {png!r}").format(png=png[:8])
+        )
     data = base64.b64encode(png).decode("ascii")
     alt = html.escape(f"{name} explorer", quote=True)
     markup = (
@@ -190,7 +204,9 @@ class Explorer(widgets.VBox):
         self._explorer_name = f"posref {name}"
         for key, control in self.controls.items():
             if hasattr(self, key):
-                raise ValueError(f"control name {key!r} clashes with an attribute of the explorer widget")
+                raise ValueError(
+                    _("control name {key!r} clashes with an attribute of the explorer widget").format(key=key)
+                )
             setattr(self, key, control)
             control.observe(self._on_change, names="value")
         self.children = [widgets.HBox(list(self.controls.values())), self.output]
@@ -206,7 +222,11 @@ class Explorer(widgets.VBox):
         """Move several sliders at once and redraw once, e.g. ``explorer.set(m=3, n=8)``."""
         unknown = sorted(set(values) - set(self.controls))
         if unknown:
-            raise ValueError(f"unknown control(s) {unknown}; this explorer has {sorted(self.controls)}")
+            raise ValueError(
+                _("unknown control(s) {unknown}; this explorer has {controls}").format(
+                    unknown=unknown, controls=sorted(self.controls)
+                )
+            )
         self._holding = True
         try:
             for key, value in values.items():

@@ -32,7 +32,11 @@ def t5_illustrative_table(n_heads: int, num_buckets: int = 32) -> torch.Tensor:
     check_positive_int("n_heads", n_heads)
     check_positive_int("num_buckets", num_buckets)
     if num_buckets < 4 or num_buckets % 2:
-        raise ValueError(f"num_buckets must be even and >= 4 (two directions), got {num_buckets}")
+        raise ValueError(
+            _("num_buckets must be even and >= 4 (two directions), got {num_buckets}").format(
+                num_buckets=num_buckets
+            )
+        )
     half = num_buckets // 2
     rank = torch.arange(num_buckets, dtype=torch.float64) % half / (half - 1)  # (B,) in [0, 1]
     after = (torch.arange(num_buckets) >= half).double()
@@ -102,7 +106,7 @@ class _BiasHeatmaps:
         fig.subplots_adjust(left=0.04, right=0.99, bottom=0.12, top=0.87, wspace=0.42)
 
     def __call__(self, head: int) -> Figure:
-        head = check_index("head", head, self.n_heads, f"one of the {self.n_heads} heads")
+        head = check_index("head", head, self.n_heads, _("one of the {n} heads").format(n=self.n_heads))
         for image, data in zip(self.images, (self.alibi, self.t5), strict=True):
             image.set_data(data[head])
         self.alibi_row.set_ydata(self.alibi[head, self.row])
@@ -130,7 +134,7 @@ def bias_heatmap_figure(head: int, n_heads: int = 8, length: int = 32) -> Figure
     use one scale for all ``n_heads`` heads, so heads can be compared by eye.
     """
     n_heads = check_positive_int("n_heads", n_heads)
-    check_index("head", head, n_heads, f"one of the {n_heads} heads")
+    check_index("head", head, n_heads, _("one of the {n} heads").format(n=n_heads))
     return _BiasHeatmaps(n_heads, length)(head)
 
 

@@ -46,7 +46,7 @@ def decay_curves(
     """
     check_positive_int("head_dim", head_dim)
     check_positive_int("max_distance", max_distance)
-    seed = check_seed("seed", seed, means="it draws q and k")
+    seed = check_seed("seed", seed, means=_("it draws q and k"))
     inv_freq, _factor = rope_frequencies(check_dim("head_dim", head_dim), base=check_base("base", base))
     gen = torch.Generator().manual_seed(seed)
     q, k = torch.randn(2, head_dim, generator=gen)

@@ -93,7 +93,9 @@ def cjk_font(
     matplotlib's cache has none). The preferred families (``PREFERRED``) come first.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text must be a non-empty string of the characters to draw, got {text!r}")
+        raise ValueError(
+            _("text must be a non-empty string of the characters to draw, got {text!r}").format(text=text)
+        )
     listed = list(font_manager.fontManager.ttflist if fonts is None else fonts)
     candidates = sorted(
         (e for e in listed if e.name in PREFERRED or any(m in e.name for m in _MARKERS)), key=_rank
@@ -132,7 +134,9 @@ def sentence_text(chinese: str, pinyin: str, *, fonts: Iterable[font_manager.Fon
     """
     for name, value in (("chinese", chinese), ("pinyin", pinyin)):
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+            raise ValueError(
+                _("{name} must be a non-empty string, got {value!r}").format(name=name, value=value)
+            )
     fonts = None if fonts is None else list(fonts)
     name = cjk_font(fonts, text=chinese)
     if name is None:

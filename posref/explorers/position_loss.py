@@ -47,9 +47,15 @@ def moving_average(curve: torch.Tensor | np.ndarray, width: int) -> tuple[np.nda
     """
     values = np.asarray(curve, dtype=np.float64)
     if values.ndim != 1:
-        raise ValueError(f"curve must be 1-D (one loss per position), got shape {values.shape}")
+        raise ValueError(
+            _("curve must be 1-D (one loss per position), got shape {shape}").format(shape=values.shape)
+        )
     if isinstance(width, bool) or not isinstance(width, numbers.Integral) or not 1 <= width <= len(values):
-        raise ValueError(f"width must be an int in [1, {len(values)}] (the curve's length), got {width!r}")
+        raise ValueError(
+            _("width must be an int in [1, {n}] (the curve's length), got {width!r}").format(
+                n=len(values), width=width
+            )
+        )
     sums = np.cumsum(np.concatenate(([0.0], values)))
     return np.arange(width - 1, len(values), dtype=np.float64), (sums[width:] - sums[:-width]) / width
 
@@ -74,18 +80,21 @@ class LossCurves:
         device: torch.device | str | None = None,
     ) -> None:
         self.n_windows = check_positive_int("n_windows", n_windows)
-        self.seed = check_seed("seed", seed, means="it picks the validation windows")
+        self.seed = check_seed("seed", seed, means=_("it picks the validation windows"))
         self.device = device
         if models is None:
             self._sources: dict[str, ModelSource | None] = dict.fromkeys(CHECKPOINT_METHODS)  # loaded lazily
         else:
             if not isinstance(models, Mapping) or not models:
-                raise ValueError(f"models must be a non-empty dict name -> model, got {models!r}")
+                raise ValueError(
+                    _("models must be a non-empty dict name -> model, got {models!r}").format(models=models)
+                )
             for name, source in models.items():
                 if not isinstance(name, str) or not (isinstance(source, nn.Module) or callable(source)):
                     raise ValueError(
-                        f"models must map names (str) to models or to functions length -> model; got "
-                        f"{name!r}: {type(source).__name__}"
+                        _(
+                            "models must map names (str) to models or to functions length -> model; got {name!r}: {kind}"
+                        ).format(name=name, kind=type(source).__name__)
                     )
             self._sources = dict(models)
         self._cache: dict[tuple[str, int], torch.Tensor] = {}
@@ -97,7 +106,11 @@ class LossCurves:
     def model(self, name: str, length: int) -> nn.Module:
         """The model ``name`` as evaluated at ``length`` (a shipped checkpoint is loaded on first use)."""
         if name not in self._sources:
-            raise ValueError(f"unknown model {name!r}; this explorer has {list(self._sources)}")
+            raise ValueError(
+                _("unknown model {name!r}; this explorer has {models}").format(
+                    name=name, models=list(self._sources)
+                )
+            )
         source = self._sources[name]
         if source is None:
             source = self._sources[name] = load_checkpoint(name, device=self.device)
@@ -152,10 +165,16 @@ def position_loss_figure(
     drawn = {name: np.asarray(c, dtype=np.float64) for name, c in curves.items() if not isinstance(c, str)}
     lengths = {len(c) for c in drawn.values()}
     if len(lengths) > 1:
-        raise ValueError(f"all curves must have one length T, got lengths {sorted(lengths)}")
+        raise ValueError(
+            _("all curves must have one length T, got lengths {lengths}").format(lengths=sorted(lengths))
+        )
     length = lengths.pop() if lengths else None
     if length is not None and smooth > length:
-        raise ValueError(f"smooth must be <= the curves' length {length}, got {smooth}")
+        raise ValueError(
+            _("smooth must be <= the curves' length {length}, got {smooth}").format(
+                length=length, smooth=smooth
+            )
+        )
 
     fig = new_figure((11, 4.6))
     ax = fig.add_subplot()
@@ -212,10 +231,14 @@ def position_loss_figure(
 
 def _check_lengths(lengths: object) -> tuple[int, ...]:
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
-        raise ValueError(f"lengths must be a non-empty list of ints >= 2, got {lengths!r}")
+        raise ValueError(
+            _("lengths must be a non-empty list of ints >= 2, got {lengths!r}").format(lengths=lengths)
+        )
     for T in lengths:
         if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T < 2:
-            raise ValueError(f"lengths must be ints >= 2 (evaluation lengths in characters), got {T!r}")
+            raise ValueError(
+                _("lengths must be ints >= 2 (evaluation lengths in characters), got {T!r}").format(T=T)
+            )
     return tuple(int(T) for T in lengths)
 
 
@@ -241,11 +264,19 @@ def position_loss_explorer(
     if length is None:
         length = max([T for T in lengths if T <= 4 * TRAIN_LEN] or [min(lengths)])
     if length not in lengths:
-        raise ValueError(f"length must be one of lengths {list(lengths)}, got {length!r}")
+        raise ValueError(
+            _("length must be one of lengths {lengths}, got {length!r}").format(
+                lengths=list(lengths), length=length
+            )
+        )
     selected = source.names if selected is None else tuple(selected)
     unknown = [name for name in selected if name not in source.names]
     if unknown:
-        raise ValueError(f"selected names {unknown} are not models of this explorer: {list(source.names)}")
+        raise ValueError(
+            _("selected names {unknown} are not models of this explorer: {models}").format(
+                unknown=unknown, models=list(source.names)
+            )
+        )
 
     colours = {name: f"C{i % 10}" for i, name in enumerate(source.names)}  # a model keeps its colour
 

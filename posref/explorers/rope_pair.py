@@ -109,7 +109,7 @@ class _RopePairView:
 
     def __call__(self, m: int, n: int, pair: int = 0) -> Figure:
         dim, max_position = self.dim, self.max_position
-        pair = check_index("pair", pair, dim // 2, "a RoPE pair index, dim/2 pairs")
+        pair = check_index("pair", pair, dim // 2, _("a RoPE pair index, dim/2 pairs"))
         m = int(check_position("m", m))
         n = int(check_position("n", n))
         w = self.inv_freq[pair : pair + 1]  # (1,): one rotated pair

@@ -49,7 +49,9 @@ _KIND_COLOURS = {
 def _check_factor(factor: object) -> float:
     if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not 1.0 <= factor < math.inf:
         raise ValueError(
-            f"factor must be a finite number >= 1 (how much the context is stretched), got {factor!r}"
+            _(
+                "factor must be a finite number >= 1 (how much the context is stretched), got {factor!r}"
+            ).format(factor=factor)
         )
     return float(factor)
 
@@ -62,8 +64,9 @@ def _check_betas(betas: object) -> tuple[float, float]:
         or not betas[0] > betas[1]
     ):
         raise ValueError(
-            f"betas must be (beta_fast, beta_slow), two numbers > 0 with beta_fast > beta_slow (turns within "
-            f"the original length; YaRN's defaults are (32, 1)), got {betas!r}"
+            _(
+                "betas must be (beta_fast, beta_slow), two numbers > 0 with beta_fast > beta_slow (turns within the original length; YaRN's defaults are (32, 1)), got {betas!r}"
+            ).format(betas=betas)
         )
     return float(betas[0]), float(betas[1])
 

@@ -4,6 +4,8 @@ pink stars: never the same pair)."""
 
 from __future__ import annotations
 
+from posref.i18n import _
+
 __all__ = ["SCALING_STYLES", "scaling_style"]
 
 # method -> (matplotlib colour, line style, marker)
@@ -27,6 +29,10 @@ SCALING_STYLES: dict[str, tuple[str, str, str]] = {
 def scaling_style(name: str) -> dict[str, str]:
     """Plot keywords (``color``, ``ls``, ``marker``) of the method ``name``, a key of ``SCALING_STYLES``."""
     if name not in SCALING_STYLES:
-        raise KeyError(f"no style for {name!r}; the methods with one: {', '.join(SCALING_STYLES)}")
+        raise KeyError(
+            _("no style for {name!r}; the methods with one: {methods}").format(
+                name=name, methods=", ".join(SCALING_STYLES)
+            )
+        )
     color, ls, marker = SCALING_STYLES[name]
     return {"color": color, "ls": ls, "marker": marker}

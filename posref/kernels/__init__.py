@@ -21,6 +21,7 @@ from typing import TypeVar
 import torch
 
 from posref._checks import check_choice
+from posref.i18n import _
 
 FUSED_BACKENDS = ("triton", "compile")
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -56,7 +57,11 @@ def choose(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fused: bool | 
     if isinstance(fused, str):
         return check_choice("fused", fused, FUSED_BACKENDS)
     if fused is not None and not isinstance(fused, bool):
-        raise TypeError(f"fused must be None, a bool or one of {FUSED_BACKENDS}, got {fused!r}")
+        raise TypeError(
+            _("fused must be None, a bool or one of {backends}, got {fused!r}").format(
+                backends=FUSED_BACKENDS, fused=fused
+            )
+        )
     if fused is False or (fused is None and not x.is_cuda):
         return "eager"
     if not x.is_cuda:

@@ -19,6 +19,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 from posref._checks import check_nonnegative_int, check_positive_int, check_same_device, check_tensor
+from posref.i18n import _
 from posref.relative import T5RelativeBias, t5_relative_position_bucket
 
 ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -27,7 +28,7 @@ ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tor
 def alibi_score_mod(slopes: torch.Tensor, *, q_offset: int = 0) -> ScoreMod:
     """ALiBi (arXiv 2108.12409): ``score - slope[h] * |(q_idx + q_offset) - kv_idx|``."""
     check_tensor("slopes", slopes)
-    check_nonnegative_int("q_offset", q_offset, means="the key position of query 0")
+    check_nonnegative_int("q_offset", q_offset, means=_("the key position of query 0"))
 
     def score_mod(score, b, h, q_idx, kv_idx):
         return score - slopes[h] * (q_idx + q_offset - kv_idx).abs()
@@ -46,7 +47,9 @@ def t5_score_mod(bias: T5RelativeBias, q_len: int, k_len: int) -> ScoreMod:
     check_positive_int("k_len", k_len)
     if q_len > k_len:
         raise ValueError(
-            f"t5_score_mod needs q_len <= k_len (queries sit at the last q_len key positions), got {q_len} > {k_len}"
+            _(
+                "t5_score_mod needs q_len <= k_len (queries sit at the last q_len key positions), got {q_len} > {k_len}"
+            ).format(q_len=q_len, k_len=k_len)
         )
     device = bias.embedding.weight.device
     q_offset = k_len - q_len
@@ -96,22 +99,32 @@ def flex_biased_attention(
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t)
         if t.ndim != 4:
-            raise ValueError(f"{name} must be (B, H, T, D) for FlexAttention, got shape {tuple(t.shape)}")
+            raise ValueError(
+                _("{name} must be (B, H, T, D) for FlexAttention, got shape {t_shape}").format(
+                    name=name, t_shape=tuple(t.shape)
+                )
+            )
     check_same_device(q=q, k=k, v=v)
     q_len, k_len = q.shape[-2], k.shape[-2]
     if q_len > k_len and causal:
-        raise ValueError(f"causal attention needs q_len <= k_len, got {q_len} and {k_len}")
+        raise ValueError(
+            _("causal attention needs q_len <= k_len, got {q_len} and {k_len}").format(
+                q_len=q_len, k_len=k_len
+            )
+        )
     made_for = (getattr(score_mod, "q_len", q_len), getattr(score_mod, "k_len", k_len))
     if made_for != (q_len, k_len):
         raise ValueError(
-            f"score_mod was built for (q_len, k_len) = {made_for} but q and k have {(q_len, k_len)}: "
-            "build it for these lengths (t5_score_mod(bias, q_len, k_len))"
+            _(
+                "score_mod was built for (q_len, k_len) = {made_for} but q and k have {lengths}: build it for these lengths (t5_score_mod(bias, q_len, k_len))"
+            ).format(made_for=made_for, lengths=(q_len, k_len))
         )
     q_offset = getattr(score_mod, "q_offset", k_len - q_len)
     if causal and q_offset != k_len - q_len:
         raise ValueError(
-            f"score_mod puts query 0 at key position {q_offset}, but the causal mask puts it at k_len - q_len = "
-            f"{k_len - q_len}: pass alibi_score_mod(slopes, q_offset={k_len - q_len})"
+            _(
+                "score_mod puts query 0 at key position {q_offset}, but the causal mask puts it at k_len - q_len = {offset}: pass alibi_score_mod(slopes, q_offset={offset})"
+            ).format(q_offset=q_offset, offset=k_len - q_len)
         )
     block_mask = _causal_block_mask(q_len, k_len, str(q.device)) if causal else None
     if q.is_cuda:

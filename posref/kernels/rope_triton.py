@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from posref.i18n import _
 from posref.kernels import TRITON_DTYPES
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -259,30 +260,37 @@ def _check(
     for x in xs:
         if x.dtype not in TRITON_DTYPES:
             raise TypeError(
-                f"the Triton RoPE kernel takes x in {[str(d) for d in TRITON_DTYPES]}, got {x.dtype}"
+                _("the Triton RoPE kernel takes x in {dtypes}, got {dtype}").format(
+                    dtypes=[str(d) for d in TRITON_DTYPES], dtype=x.dtype
+                )
             )
         if not (x.is_cuda or INTERPRETED):
             raise ValueError(
-                f"the Triton RoPE kernel needs CUDA tensors, x is on {x.device} "
-                "(set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
+                _(
+                    "the Triton RoPE kernel needs CUDA tensors, x is on {device} (set TRITON_INTERPRET=1 before import to run it on CPU in Triton's interpreter)"
+                ).format(device=x.device)
             )
     if cos.requires_grad or sin.requires_grad:
         raise ValueError(
-            "the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)"
+            _("the Triton RoPE kernel does not differentiate cos/sin; use apply_rope(..., fused=False)")
         )
     knobs = {"heads_per_program": heads_per_program, "block_t": block_t, "num_warps": num_warps}
     for name, value in knobs.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            raise ValueError(_("{name} must be an int >= 1, got {value!r}").format(name=name, value=value))
     for x in xs:
         heads = x.shape[-3] if x.ndim >= 3 else 1
         if heads_per_program is not None and heads % heads_per_program:
             raise ValueError(
-                f"heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
+                _(
+                    "heads_per_program must divide the number of heads {heads}, got {heads_per_program}"
+                ).format(heads=heads, heads_per_program=heads_per_program)
             )
     for name in ("block_t", "num_warps"):
         if knobs[name] is not None and knobs[name] & (knobs[name] - 1):
-            raise ValueError(f"{name} must be a power of two, got {knobs[name]}")
+            raise ValueError(
+                _("{name} must be a power of two, got {value}").format(name=name, value=knobs[name])
+            )
     return knobs
 
 
@@ -327,8 +335,9 @@ def apply_rope_qk_triton(
     """
     if q.ndim != k.ndim or q.ndim < 3 or q.shape[:-3] != k.shape[:-3] or q.shape[-2:] != k.shape[-2:]:
         raise ValueError(
-            f"q and k must be (..., heads, T, D) and equal but for their heads, got {tuple(q.shape)} and "
-            f"{tuple(k.shape)}"
+            _(
+                "q and k must be (..., heads, T, D) and equal but for their heads, got {q_shape} and {k_shape}"
+            ).format(q_shape=tuple(q.shape), k_shape=tuple(k.shape))
         )
     knobs = _check((q, k), cos, sin, heads_per_program, block_t, num_warps)
     return _RotateFunction.apply(cos, sin, layout == "interleaved", knobs, q, k)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from posref._checks import check_choice
+from posref.i18n import _
 from posref.lab.evaluate import evaluate_lengths
 from posref.lab.model import TinyDecoder, build_model
 from posref.lab.tasks import DATA_DIR, lm_batch, load_char_corpus
@@ -54,11 +55,12 @@ def _paths(name: str, directory: str | Path | None) -> tuple[Path, Path]:
 
 def checkpoint_info(name: str, directory: str | Path | None = None) -> dict[str, Any]:
     """The JSON record of checkpoint ``name``: ``config``, ``train`` settings, ``log`` and ``eval``."""
-    _, meta_path = _paths(name, directory)
+    _weights, meta_path = _paths(name, directory)
     if not meta_path.exists():
         raise FileNotFoundError(
-            f"no checkpoint {name!r} in {meta_path.parent}; expected one of {', '.join(CHECKPOINT_METHODS)} "
-            f"(regenerate with `posref train-checkpoints --out {meta_path.parent}`)"
+            _(
+                "no checkpoint {name!r} in {parent}; expected one of {methods} (regenerate with `posref train-checkpoints --out {parent}`)"
+            ).format(name=name, parent=meta_path.parent, methods=", ".join(CHECKPOINT_METHODS))
         )
     return json.loads(meta_path.read_text())
 

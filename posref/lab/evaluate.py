@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref._checks import check_positive_int
+from posref.i18n import _
 from posref.lab.tasks import IGNORE_INDEX, lm_eval_batches
 
 Batches = Iterable["tuple[torch.Tensor, torch.Tensor]"]
@@ -42,14 +43,16 @@ def _per_position_mean(model: nn.Module, batches: Batches, score) -> torch.Tenso
                 total, count = values.sum(0), scored.sum(0)
             elif values.shape[1] != total.shape[0]:
                 raise ValueError(
-                    f"all batches must have one length; got {total.shape[0]} and {values.shape[1]}"
+                    _("all batches must have one length; got {first} and {other}").format(
+                        first=total.shape[0], other=values.shape[1]
+                    )
                 )
             else:
                 total, count = total + values.sum(0), count + scored.sum(0)
     finally:
         model.train(was_training)
     if total is None:
-        raise ValueError("batches is empty")
+        raise ValueError(_("batches is empty"))
     return (total / count).cpu()  # positions never scored are nan
 
 

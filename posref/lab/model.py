@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref._checks import check_integer_positions, check_positive_int, check_tensor
+from posref.i18n import _
 from posref.lab.positions import PositionHandler, make_position_handler
 
 
@@ -100,8 +101,9 @@ def _position_spec(positions: str | Mapping[str, Any]) -> dict[str, Any]:
         return {"method": positions}
     if not isinstance(positions, Mapping) or "method" not in positions:
         raise TypeError(
-            f"positions must be a method name or a dict with a 'method' key, e.g. {{'method': 'rope', "
-            f"'rope_base': 50.0}}; got {positions!r}"
+            _(
+                "positions must be a method name or a dict with a 'method' key, e.g. {{'method': 'rope', 'rope_base': 50.0}}; got {positions!r}"
+            ).format(positions=positions)
         )
     return copy.deepcopy(dict(positions))
 
@@ -161,12 +163,20 @@ class TinyDecoder(nn.Module):
         check_tensor("idx", idx)
         check_integer_positions("idx", idx)
         if idx.ndim != 2:
-            raise ValueError(f"idx must be (batch, seq) token ids, got shape {tuple(idx.shape)}")
+            raise ValueError(
+                _("idx must be (batch, seq) token ids, got shape {idx_shape}").format(
+                    idx_shape=tuple(idx.shape)
+                )
+            )
         T = idx.shape[1]
         if positions is None:
             positions = torch.arange(T, device=idx.device)
         elif positions.shape != (T,):
-            raise ValueError(f"positions must be (T,) = ({T},), got shape {tuple(positions.shape)}")
+            raise ValueError(
+                _("positions must be (T,) = ({T},), got shape {positions_shape}").format(
+                    T=T, positions_shape=tuple(positions.shape)
+                )
+            )
         x = self.positions.embed(self.tok_emb(idx), positions)  # (B, T, C)
         bias = self.positions.bias(positions, positions)  # (H, T, T) or None, shared by every layer
         for block in self.blocks:

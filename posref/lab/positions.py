@@ -37,6 +37,7 @@ from torch import nn
 from posref._checks import check_choice, check_integer_positions, check_positive_int, check_tensor
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe
 from posref.attention import scaled_dot_product_attention
+from posref.i18n import _
 from posref.relative import T5RelativeBias, alibi_bias, alibi_slopes
 from posref.rope import RotaryEmbedding
 
@@ -93,7 +94,7 @@ class SinusoidalPositions(PositionHandler):
         check_integer_positions("positions", positions)
         low, high = torch.aminmax(positions)
         if int(low) < 0:  # a negative index would silently read a row from the end of the table
-            raise ValueError(f"sinusoidal positions must be >= 0, got {int(low)}")
+            raise ValueError(_("sinusoidal positions must be >= 0, got {low}").format(low=int(low)))
         n = int(high) + 1
         table = sinusoidal_pe(n, self.d_model, base=self.base, device=x.device, dtype=x.dtype)
         return x + table[positions]
@@ -170,10 +171,14 @@ def make_position_handler(
     check_positive_int("d_model", d_model)
     check_positive_int("n_heads", n_heads)
     if d_model % n_heads:
-        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        raise ValueError(
+            _("d_model ({d_model}) must be divisible by n_heads ({n_heads})").format(
+                d_model=d_model, n_heads=n_heads
+            )
+        )
     if method == "learned":
         if max_positions is None:
-            raise ValueError("the 'learned' method needs max_positions (the length of its table)")
+            raise ValueError(_("the 'learned' method needs max_positions (the length of its table)"))
         return LearnedPositions(max_positions, d_model)
     if method == "sinusoidal":
         return SinusoidalPositions(d_model)
@@ -206,7 +211,7 @@ def handler_attention(
     B, T, C = x.shape
     n_new = T if n_new is None else n_new
     if not 1 <= n_new <= T:
-        raise ValueError(f"n_new must be in [1, T] = [1, {T}], got {n_new}")
+        raise ValueError(_("n_new must be in [1, T] = [1, {T}], got {n_new}").format(T=T, n_new=n_new))
     positions = torch.arange(start, start + T, device=x.device)
     q_positions = positions[T - n_new :]
     h = handler.embed(x, positions)

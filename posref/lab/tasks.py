@@ -22,6 +22,7 @@ import torch
 
 from posref._checks import check_positive_int, check_tensor
 from posref._data import DATA_DIR
+from posref.i18n import _
 
 IGNORE_INDEX = -100  # the default ignore_index of torch.nn.functional.cross_entropy
 
@@ -52,7 +53,11 @@ class CharVocab:
         unknown = vocab_codes[ids] != codes
         if unknown.any():
             missing = sorted({chr(c) for c in codes[unknown][:1000].tolist()})
-            raise ValueError(f"characters {missing[:10]} are not in the vocabulary of {self.size} characters")
+            raise ValueError(
+                _("characters {missing} are not in the vocabulary of {size} characters").format(
+                    missing=missing[:10], size=self.size
+                )
+            )
         return ids
 
     def decode(self, ids: torch.Tensor) -> str:
@@ -71,7 +76,9 @@ class CharCorpus:
 def _read_gzip_text(path: Path) -> str:
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} is missing; rebuild it with `python tools/make_stdlib_corpus.py` in a checkout of the course"
+            _(
+                "{path} is missing; rebuild it with `python tools/make_stdlib_corpus.py` in a checkout of the course"
+            ).format(path=path)
         )
     with gzip.open(path, "rt", encoding="ascii") as f:
         return f.read()
@@ -92,9 +99,15 @@ def _check_stream(data: torch.Tensor, context: int) -> None:
     check_tensor("data", data)
     check_positive_int("context", context)
     if data.ndim != 1:
-        raise ValueError(f"data must be a 1-D token stream, got shape {tuple(data.shape)}")
+        raise ValueError(
+            _("data must be a 1-D token stream, got shape {data_shape}").format(data_shape=tuple(data.shape))
+        )
     if data.numel() < context + 1:
-        raise ValueError(f"data has {data.numel()} tokens, fewer than context + 1 = {context + 1}")
+        raise ValueError(
+            _("data has {n_tokens} tokens, fewer than context + 1 = {needed}").format(
+                n_tokens=data.numel(), needed=context + 1
+            )
+        )
 
 
 def lm_batch(
@@ -168,7 +181,9 @@ def associative_recall_batch(
         check_positive_int(name, value)
     if n_pairs > n_keys:
         raise ValueError(
-            f"n_pairs ({n_pairs}) must be <= n_keys ({n_keys}): keys are distinct within a sequence"
+            _("n_pairs ({n_pairs}) must be <= n_keys ({n_keys}): keys are distinct within a sequence").format(
+                n_pairs=n_pairs, n_keys=n_keys
+            )
         )
     keys = torch.rand(batch_size, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]  # (B, n) distinct
     values = n_keys + torch.randint(0, n_values, (batch_size, n_pairs), generator=generator)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,78 @@ def test_partial_rotary_pairs_are_compared_with_the_rotated_dims_own_frequencies
     before, _ = inspection.wavelengths()
     expected = [2 * 3.141592653589793 * 10000.0 ** (2 * i / 8) for i in range(4)]
     assert before.tolist() == pytest.approx(expected, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the report in the student's language, its values in one column
+
+
+LLAMA_31_REPORT = """\
+model:            meta-llama/Llama-3.1-8B
+model_type:       llama
+method:           llama3
+base (theta):     500000
+head dim:         128 (rotary dim 128 = 64 pairs, partial_rotary_factor 1, layout half)
+factor:           8
+context:          original 8,192, claimed 131,072 (claimed / original = 16)
+attention factor: 1 (multiplies cos and sin)
+pairs:            29 kept, 6 blended, 29 interpolated (divided by 8) (of 64)
+wavelengths:      6.28 .. 2,559,196 tokens before, 6.28 .. 2.05e+07 after
+pairs slower than one turn per original context: 29 before, 32 after
+plot:             llama.png"""  # what the English report said before it was translated
+
+
+def _report(language: str, model: str) -> str:
+    from posref import i18n
+
+    i18n.set_language(language)
+    try:
+        name, config = load_config(DATA, model)
+        return format_inspection(inspect_rope(config, name=name), plot="llama.png")
+    finally:
+        i18n.set_language(None)
+
+
+def test_display_width_counts_a_chinese_character_as_two_columns():
+    from posref.i18n import display_width
+
+    assert display_width("head dim:") == 9
+    assert display_width("模型：") == 6  # two ideographs and a full-width colon
+    assert display_width("基底（theta）：") == 2 * 2 + 2 + 5 + 2 + 2
+    assert display_width("é ½") == 3  # "ambiguous" and narrow characters take one
+
+
+def test_the_english_report_is_as_before():
+    assert _report("en", "Llama-3.1-8B") == LLAMA_31_REPORT
+
+
+@pytest.mark.parametrize("language", ["zh-TW", "zh-CN"])
+def test_the_report_speaks_the_students_language_in_aligned_columns(language):
+    """Every labelled line's value starts in one terminal column (Chinese characters two columns wide), one space
+    at least after the widest label; the line of slow pairs is a sentence of its own. DeepSeek-V3's report has
+    notes, in the student's language too."""
+    from posref import i18n
+    from posref.i18n import display_width
+    from posref.inspector import LABELS
+
+    said = [i18n.translations(language)[label] for label in LABELS.values()]
+    assert all(label.endswith("：") for label in said)
+    for model in ("Llama-3.1-8B", "DeepSeek-V3"):
+        lines = _report(language, model).splitlines()
+        labelled = [(label, line) for line in lines for label in said if line.startswith(label)]
+        assert len(labelled) == len(lines) - 1, lines  # all but the sentence
+        columns = set()
+        for label, line in labelled:
+            value = line[len(label) :].lstrip(" ")
+            assert line[len(label)] == " " and value, line
+            columns.add(display_width(line[: len(line) - len(value)]))
+        assert len(columns) == 1, lines  # one column, counted in display width
+        characters = {len(line) - len(line[len(label) :].lstrip(" ")) for label, line in labelled}
+        assert len(characters) > 1  # counting characters would not have aligned them
+        english = r"\b(kept|blended|interpolated|tokens|claimed|original|before|after|pairs|note|plot)\b"
+        assert not re.search(english, "\n".join(lines)), lines
+
+
+def test_a_report_note_speaks_the_students_language():
+    assert "DeepSeek 把 YaRN 的溫度套用在整個 logit 的 softmax 縮放上" in _report("zh-TW", "DeepSeek-V3")
+    assert "RoPE 作用在每个头的 qk_rope_head_dim = 64 个维度上（MLA）" in _report("zh-CN", "DeepSeek-V3")
