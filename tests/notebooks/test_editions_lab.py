@@ -5,8 +5,9 @@ kernels inherit) and JupyterLab's own interface in its language (the language pa
 that edition only, selected as a default of the course's own settings); ``make lab`` alone opens English.
 
 One ``posref lab --lang zh-TW`` server (``zh_tw_lab``), on this checkout's zh-TW releases (``editions/zh-TW/notebooks/``,
-generated from the catalogs), serves the API checks and the two screenshots of docs/: the zh-TW start page and a
-failing check's message in a zh-TW notebook.
+generated from the catalogs), serves the API checks and the two zh-TW screenshots of docs/: the zh-TW start page and
+a failing check's message in a zh-TW notebook; a ``posref lab --lang zh-CN`` server (``zh_cn_lab``) serves the zh-CN
+start page's screenshot.
 """
 
 from __future__ import annotations
@@ -225,18 +226,30 @@ def test_git_ignores_every_editions_work_folder():
 # one zh-TW server, started as `make lab EDITION=zh-TW` starts it
 
 
-@pytest.fixture(scope="module")
-def zh_tw_lab(tmp_path_factory) -> Iterator[LabServer]:
-    base = tmp_path_factory.mktemp("zh-TW")
-    releases = launch.EDITIONS["zh-TW"].releases  # this checkout's, generated from the catalogs
-    assert (releases / launch.START_PAGE).is_file(), f"no zh-TW start page in {releases}"
-    server = LabServer(base, launcher="posref", lab_args=("--lang", "zh-TW", "--releases", str(releases)))
+def _edition_lab(tag: str, tmp_path_factory) -> Iterator[LabServer]:
+    """A ``posref lab --lang <tag>`` server on this checkout's releases of that edition (generated from the
+    catalogs), stopped after the module's tests."""
+    base = tmp_path_factory.mktemp(tag)
+    releases = launch.EDITIONS[tag].releases
+    assert (releases / launch.START_PAGE).is_file(), f"no {tag} start page in {releases}"
+    server = LabServer(base, launcher="posref", lab_args=("--lang", tag, "--releases", str(releases)))
     server.releases = releases
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def zh_tw_lab(tmp_path_factory) -> Iterator[LabServer]:
+    yield from _edition_lab("zh-TW", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def zh_cn_lab(tmp_path_factory) -> Iterator[LabServer]:
+    """The zh-CN server, for its start page's screenshot only."""
+    yield from _edition_lab("zh-CN", tmp_path_factory)
 
 
 def _server_process(server: LabServer):
@@ -279,28 +292,34 @@ def _shot_dir(tmp_path: Path) -> Path:
     return shots
 
 
+# the file browser's "Name" column in each edition's language pack
+NAME_COLUMN = {"zh-TW": "名稱", "zh-CN": "名称"}
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
-def test_the_zh_tw_start_page_opens_in_a_chinese_jupyterlab(chromium, zh_tw_lab, tmp_path):  # noqa: F811
-    """What ``make lab EDITION=zh-TW`` shows first: the edition's start page, rendered, in a JupyterLab that speaks
-    the zh-TW language pack (the file browser's columns read 名稱, 最後修改); saved as zh-TW_start_page.png."""
-    server, shots = zh_tw_lab, _shot_dir(tmp_path)
+@pytest.mark.parametrize("tag", list(NAME_COLUMN))
+def test_the_editions_start_page_opens_in_a_chinese_jupyterlab(chromium, tag, request, tmp_path):  # noqa: F811
+    """What ``make lab EDITION=zh-TW`` (or zh-CN) shows first: the edition's start page, rendered, in a JupyterLab
+    that speaks the edition's language pack (the file browser's columns read 名稱 / 名称); saved as
+    <tag>_start_page.png."""
+    server, shots = request.getfixturevalue(f"{tag.replace('-', '_').lower()}_lab"), _shot_dir(tmp_path)
     nb = nbformat.read(server.releases / launch.START_PAGE, as_version=4)
     heading = (
         next(c.source for c in nb.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ").strip()
     )
-    assert CHINESE.search(heading), f"the zh-TW start page's heading is not in Chinese: {heading!r}"
+    assert CHINESE.search(heading), f"the {tag} start page's heading is not in Chinese: {heading!r}"
     with browser_page(chromium, server.home) as page:
         try:
             page.goto(f"{server.url}/?token={server.token}")  # the front door, as make lab opens it
             page.locator(".jp-RenderedMarkdown h1", has_text=heading[:12]).wait_for()
             page.locator(".jp-RenderedMarkdown table a").first.wait_for()
             headers = page.locator(".jp-DirListing-headerItemText").all_inner_texts()
-            assert "名稱" in headers, f"the file browser's columns are not in Chinese: {headers}"
-            page.screenshot(path=str(shots / "zh-TW_start_page.png"))
+            assert NAME_COLUMN[tag] in headers, f"the file browser's columns are not in {tag}: {headers}"
+            page.screenshot(path=str(shots / f"{tag}_start_page.png"))
         except Exception:
-            page.screenshot(path=str(shots / "zh-TW_start_page_failure.png"))
+            page.screenshot(path=str(shots / f"{tag}_start_page_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
 

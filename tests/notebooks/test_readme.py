@@ -126,6 +126,7 @@ def test_an_editions_readme_quotes_only_commands_that_exist(tag):
     for target in re.findall(r"\]\(([^)\s]+)\)", text):  # links and pictures: the English README, docs/
         assert (REPO / target).is_file(), f"README.{tag}.md links to {target}, which does not exist"
     assert "](README.md)" in text, "no link back to the English README (the instructor's side)"
+    assert f"](docs/{tag}_start_page.png)" in text, "no picture of the edition's start page"
     assert f"`work-{tag}/`" in text and "`work/`" not in text, "the student's folder of this edition"
 
 
