@@ -91,14 +91,14 @@ def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
     env["POSREF_COURSE_DIR"] = str(tmp_path / "course")
     args = ["autograde", "01_order", f"--JupyterApp.config_file={CONFIG}"]
     refused = subprocess.run(
-        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
     )
     assert refused.returncode != 0
     assert "python -m autograder autograde" in refused.stderr, refused.stderr[-2000:]
     # allowed knowingly, nbgrader itself runs (and finds nothing submitted in the empty course)
     env["POSREF_ALLOW_PLAIN_AUTOGRADE"] = "1"
     allowed = subprocess.run(
-        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
     )
     assert "python -m autograder autograde" not in allowed.stderr, allowed.stderr[-2000:]
     # other nbgrader commands are untouched
@@ -109,6 +109,6 @@ def test_plain_nbgrader_autograde_is_refused_unless_allowed(tmp_path, launcher):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert listed.returncode == 0, listed.stderr[-2000:]

@@ -51,7 +51,7 @@ def run_headless(code: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env.update(MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH")))))
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600, cwd=REPO
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "headless ok" in result.stdout

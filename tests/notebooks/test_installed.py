@@ -79,7 +79,7 @@ def build_wheel(tmp: Path) -> Path:
 def fresh_venv(tmp: Path, wheel: Path) -> Path:
     """A new venv with the wheel pip-installed and this venv's packages (not its posref) importable -> python."""
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=600)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index"]
     done = subprocess.run([*cmd, str(wheel)], capture_output=True, text=True, timeout=300)
@@ -89,7 +89,7 @@ def fresh_venv(tmp: Path, wheel: Path) -> Path:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=600,
     ).stdout.strip()
     ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (Path(site) / "course_packages.pth").write_text("".join(f"{p}\n" for p in ours))

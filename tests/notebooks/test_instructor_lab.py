@@ -19,7 +19,7 @@ from pathlib import Path
 import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
-from test_browser import LabServer, browser_page, chromium  # noqa: F401 (a fixture)
+from test_browser import HANG_S, LabServer, browser_page, chromium  # noqa: F401 (a fixture)
 
 from autograder import lab as instructor_lab
 from autograder.course import CONFIG
@@ -62,8 +62,8 @@ async def main():
     try:
         kc = km.client()
         kc.start_channels()
-        await kc.wait_for_ready(timeout=60)
-        reply = await kc.execute_interactive("import os; print(os.environ.get('POSREF_GRADING'))", timeout=60,
+        await kc.wait_for_ready(timeout=300)
+        reply = await kc.execute_interactive("import os; print(os.environ.get('POSREF_GRADING'))", timeout=300,
                                             output_hook=lambda m: m["msg_type"] == "stream" and print("kernel:", m["content"]["text"].strip()))
         kc.stop_channels()
     finally:
@@ -73,7 +73,7 @@ asyncio.run(main())
 """
     env = {**os.environ, "POSREF_COURSE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     env.pop("POSREF_GRADING", None)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "kernel: 1" in done.stdout, done.stdout
 
@@ -84,7 +84,7 @@ def _kernel_env_value(server: LabServer, name: str) -> str:
 
     kernel = json.loads(server.api("POST", "/api/kernels"))
     connection = server.home / "runtime" / f"kernel-{kernel['id']}.json"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_S
     while not connection.exists() and time.monotonic() < deadline:
         time.sleep(0.2)  # polling for the connection file, not waiting a fixed time
     client = BlockingKernelClient()
@@ -104,7 +104,7 @@ def _kernel_env_value(server: LabServer, name: str) -> str:
                 out.append(msg["content"]["text"])
 
         client.execute_interactive(
-            f"import os; print(os.environ.get({name!r}))", timeout=60, output_hook=keep
+            f"import os; print(os.environ.get({name!r}))", timeout=HANG_S, output_hook=keep
         )
         return "".join(out).strip()
     finally:

@@ -21,7 +21,7 @@ def _run(cells: list[str], tmp_path: Path) -> list[nbformat.NotebookNode]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "POSREF_FAST": "1"}
     client = NotebookClient(
         nb,
-        timeout=120,
+        timeout=600,  # a hang guard per cell
         kernel_name="python3",
         allow_errors=True,
         resources={"metadata": {"path": str(tmp_path)}},

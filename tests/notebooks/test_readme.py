@@ -50,7 +50,7 @@ def test_the_other_entry_points_run_as_written():
             cwd=README.parent,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=600,
         )
         assert done.returncode == 0 and "usage:" in done.stdout, (
             f"{shlex.join(words)}:\n{done.stderr[-2000:]}"

@@ -125,7 +125,7 @@ def test_start_page_code_runs(tmp_path):
     nb = nbformat.read(START, as_version=4)
     env = {**os.environ, "PYTHONPATH": str(REPO), "POSREF_FAST": "1"}
     NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute(env=env)
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "device:" in out and "fast mode: on" in out and "Chinese in figures:" in out, out
@@ -361,7 +361,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
                    "POSREF_COURSE_DIR": str(tmp_path / "course")}  # fmt: skip
             release = subprocess.run(
                 [sys.executable, "-m", "autograder", "release", "01_order"],
-                cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
             )  # fmt: skip
             assert release.returncode == 0, release.stderr
             assert "released 01_order" in release.stdout, release.stdout
@@ -374,7 +374,7 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
             update = subprocess.run(
                 [sys.executable, "-m", "posref", "update", "--folder", str(server.root),
                  "--releases", str(server.clone / "notebooks")],
-                env=server.env, capture_output=True, text=True, timeout=120,
+                env=server.env, capture_output=True, text=True, timeout=600,
             )  # fmt: skip
             assert update.returncode == 0, update.stderr
             said = update.stderr

@@ -151,10 +151,10 @@ def test_bad_input_says_what_was_wrong(tmp_path):
 def test_posref_update_prints_what_it_did(tmp_path):
     releases, work = _course(tmp_path, git=False), tmp_path / "mine"
     command = [sys.executable, "-m", "posref", "update", "--folder", str(work), "--releases", str(releases)]
-    first = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr
     assert "added 01_a/01_a.ipynb" in first.stderr and (work / "01_a" / "01_a.ipynb").is_file()
-    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert "up to date" in again.stderr, again.stderr
 
 
