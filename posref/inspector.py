@@ -32,6 +32,14 @@ from posref.i18n import N_, _, display_width
 from posref.scaling import default_inv_freq, dynamic_ntk_alpha
 
 PAIR_KINDS = ("kept", "blended", "interpolated", "beyond", "faster")
+# each kind's name as a figure's legend says it, in the language of the moment (``_(PAIR_KIND_NAMES[kind])``)
+PAIR_KIND_NAMES = {
+    "kept": N_("kept"),
+    "blended": N_("blended"),
+    "interpolated": N_("interpolated"),
+    "beyond": N_("beyond"),
+    "faster": N_("faster"),
+}
 _RTOL = 1e-5
 
 

@@ -20,7 +20,7 @@ from posref._checks import check_base, check_choice, check_positive_int
 from posref.config import RopeConfig
 from posref.explorers.base import SLIDER_WIDTH, Explorer, check_dim, kept_view, new_figure
 from posref.i18n import _
-from posref.inspector import Inspection, inspect_rope
+from posref.inspector import PAIR_KIND_NAMES, Inspection, inspect_rope
 from posref.scaling import ORIGINAL_LEN_KEY, SCALING_METHODS
 
 __all__ = [
@@ -214,7 +214,10 @@ class _ScalingView:
             chosen = kinds == kind
             on_w.set_offsets(np.stack((pairs[chosen], after[chosen]), axis=1))
             on_r.set_offsets(np.stack((pairs[chosen], ratio[chosen]), axis=1))
-            on_r.set_label(f"{kind}: {int(chosen.sum())}" if chosen.any() else f"_{kind}")  # "_": no legend
+            name = _(PAIR_KIND_NAMES[kind])
+            on_r.set_label(
+                _("{kind}: {n}").format(kind=name, n=int(chosen.sum())) if chosen.any() else f"_{kind}"
+            )
         self.target.set_ydata([factor * self.original_len] * 2)
         self.target.set_label(
             _("stretched length s·L = {length:,.0f}").format(length=factor * self.original_len)
@@ -235,7 +238,11 @@ class _ScalingView:
             _("how much each pair is slowed down (dashed: 1 and s = {factor:g})").format(factor=factor)
         )
         counts = inspection.counts()
-        summary = ", ".join(f"{counts[k]} {k}" for k in _KIND_COLOURS if counts[k])
+        summary = _(", ").join(
+            _("{n} {kind}").format(n=counts[k], kind=_(PAIR_KIND_NAMES[k]))
+            for k in _KIND_COLOURS
+            if counts[k]
+        )
         self.suptitle.set_text(
             f"{inspection.name}, s = {factor:g}: head_dim {self.head_dim}, base {self.base:g}, L = {self.original_len:,}\n"
             + _("{summary} (of {n} pairs); attention factor {attention_factor:.4g}").format(

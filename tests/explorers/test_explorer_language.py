@@ -102,3 +102,27 @@ def test_the_font_is_searched_once_not_at_each_redraw(speaking, monkeypatch):
         assert [fonts.use_language_font() for _ in range(3)] == ["Some CJK Font"] * 3
         assert matplotlib.rcParams["font.family"][-1] == "Some CJK Font"
     assert searched == [fonts.LANGUAGE_CHARACTERS["zh-TW"]]
+
+
+def test_the_scaling_figures_pair_counts_speak_the_students_language(speaking):
+    """Llama 3.1's llama3 scaling keeps 29 pairs, blends 6 and interpolates 29 (test_explorer_scaling): the title's
+    counts and the legend's kinds in the student's language, in English as before."""
+    from posref.explorers.scaling import scaling_figure
+
+    def said(language: str) -> tuple[str, list[str]]:
+        speaking(language)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fig = scaling_figure("llama3", 8.0, head_dim=128, base=500000.0, original_len=8192)
+        legend = fig.axes[1].get_legend()
+        return fig.texts[0].get_text(), [t.get_text() for t in legend.get_texts()]
+
+    title, legend = said("en")
+    assert "29 kept, 6 blended, 29 interpolated (of 64 pairs)" in title
+    assert {"kept: 29", "blended: 6", "interpolated: 29"} <= set(legend)
+    title, legend = said("zh-TW")
+    assert "29 對保持不變、6 對混合、29 對內插（共 64 對）" in title, title
+    assert {"保持不變：29", "混合：6", "內插：29"} <= set(legend), legend
+    title, legend = said("zh-CN")
+    assert "29 对保持不变、6 对混合、29 对插值（共 64 对）" in title, title
+    assert {"保持不变：29", "混合：6", "插值：29"} <= set(legend), legend
