@@ -61,6 +61,58 @@ def test_every_argument_error_is_marked_for_translation():
     assert not plain, f"errors raised in English only (wrap the text in _(...).format(...)): {plain}"
 
 
+_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+)
+_SCOPES += (ast.GeneratorExp,)
+
+
+def _shadowed_translations(source: str) -> list[int]:
+    """The lines of the functions that call ``_(...)`` and also bind ``_`` in their own scope (``for _ in``, ``_,
+    x = ...``): Python makes that ``_`` a local, so the message raises UnboundLocalError instead of being said."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        own, stack = [], list(ast.iter_child_nodes(fn))
+        while stack:  # the function's own scope: not its nested functions', lambdas' or comprehensions'
+            node = stack.pop()
+            own.append(node)
+            if not isinstance(node, _SCOPES):
+                stack.extend(ast.iter_child_nodes(node))
+        binds = any(isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store) for n in own)
+        calls = any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_" for n in own
+        )
+        if binds and calls:
+            found.append(fn.lineno)
+    return found
+
+
+def test_the_shadow_check_finds_a_local_underscore():
+    assert _shadowed_translations(
+        "def f(n):\n    for _ in range(n):\n        pass\n    raise ValueError(_('x'))\n"
+    )
+    assert _shadowed_translations("def f(p):\n    _, q = p\n    return _('x')\n")
+    kept = "def f(n):\n    xs = [0 for _ in range(n)]\n    g = lambda _: 0\n    return _('x')\n"
+    assert _shadowed_translations(kept) == []  # a comprehension's or lambda's _ is its own
+
+
+def test_no_function_that_says_a_message_hides_the_translator():
+    shadowed = {
+        path.relative_to(PACKAGE).as_posix(): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (lines := _shadowed_translations(path.read_text(encoding="utf-8")))
+    }
+    assert not shadowed, f"functions that bind _ and call _(...) (rename the throwaway variable): {shadowed}"
+
+
 WRONG_CALLS = {
     # name: (the wrong call, its English text as before, a piece of its zh-TW text, of its zh-CN text)
     "rope: cos/sin wider than x": (
