@@ -30,7 +30,9 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder import gradebook, late
+import nbformat
+
+from autograder import gradebook, late, stand_in
 from autograder.cluster import dask_client
 from autograder.course import (
     CONFIG,
@@ -128,18 +130,20 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
     shutil.rmtree(course / "feedback" / student / assignment, ignore_errors=True)
     with tools_on_path():
         nb_run = _nbgrader_api().autograde(assignment, student, force=True, create=True)
+    in_gradebook = True
     for record in scored["notebooks"]:
         name = record["notebook"]
-        if not nb_run["success"]:
+        autograded = course / "autograded" / student / assignment / name
+        if not nb_run["success"] and not _stood_in(assignment, student, record, autograded, nb_run):
+            in_gradebook = False
             if record["status"] == "graded":
                 record["problems"].append(
                     "nbgrader could not process this submission; scores are only in the record"
                 )
             continue
-        autograded = course / "autograded" / student / assignment / name
         gradebook.write_scores(assignment, student, Path(name).stem, record, autograded)
     # nbgrader's autograde assigned its late penalty before the scores above were in: assigned again from them
-    when = late.penalise(assignment, student, scored["notebooks"], nb_run["success"])
+    when = late.penalise(assignment, student, scored["notebooks"], in_gradebook)
     out = {
         "student": student,
         "assignment": assignment,
@@ -152,6 +156,40 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
     }
     _write_record(out)
     return out
+
+
+REFUSED = "nbgrader could not take this notebook"
+
+
+def _stood_in(assignment: str, student: str, record: dict, autograded: Path, nb_run: dict) -> bool:
+    """Where nbgrader refused the submission but has it in the gradebook: ``autograded`` written with the
+    stand-in for the notebook of ``record`` (``stand_in.py``: the student's notebook with the source's nbgrader
+    metadata, and why nbgrader refused it), so that the formgrader shows that student, and the reason among the
+    record's problems. False where the gradebook has no such notebook or the source none (nothing written)."""
+    from nbgrader.api import MissingEntry
+
+    from autograder.course import gradebook as course_gradebook
+
+    name = record["notebook"]
+    source = source_dir() / assignment / name
+    submitted = course_dir() / "submitted" / student / assignment / name
+    if not source.is_file() or not submitted.is_file():
+        return False
+    try:
+        with course_gradebook() as gb:
+            gb.find_submission_notebook(Path(name).stem, assignment, student)
+    except MissingEntry:
+        return False
+    log = f"{nb_run.get('error') or ''}\n{nb_run.get('log') or ''}"
+    reasons = stand_in.refusal(submitted, log)
+    nb = stand_in.stand_in(submitted, source, reasons, record.get("edition", ""))
+    autograded.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, autograded)
+    record["problems"].append(
+        f"{REFUSED} ({'; '.join(reasons)}): the formgrader's page of it says so, the student's cells shown with "
+        "the assignment's nbgrader metadata"
+    )
+    return True
 
 
 def _failed(assignment: str, student: str, error: str, *, submission: bool = False) -> dict:
@@ -314,6 +352,10 @@ def print_summary(assignment: str, results: list[dict]) -> int:
         for problem in problems:
             print(f"could not grade {printable(result['student'])}: {student_text(problem)}", file=sys.stderr)
         failed += bool(problems)
+        refused = [f"{nb['notebook']}: {p}" for nb in result["notebooks"] for p in nb.get("problems", [])
+                   if p.startswith(REFUSED)]  # fmt: skip
+        for problem in refused:
+            print(f"{printable(result['student'])}: {student_text(problem)}", file=sys.stderr)
     print(f"graded {len(results) - failed} student(s)" + (f", could not grade {failed}" if failed else "")
           + f"; the scores: `python -m autograder export {assignment}`")  # fmt: skip
     return 1 if failed else 0
