@@ -16,7 +16,8 @@ Two layouts (of one assignment each), read from the names their code gives the f
 Student ids: a roster (nbgrader's student CSV, ``id,first_name,last_name,email``, and an optional ``lms_id``
 column with the Canvas user id), else the students of the gradebook, matched on the Canvas user id or on the
 name; a student matched by neither gets the name as id (Canvas's squashed name, Moodle's full name in lower case
-with ``_`` between words), and import says so.
+with ``_`` between words), and import says so. Before all that, the course's record of site users
+(``site_users.py``): a user it holds keeps the id it gives them, and a conflict with it is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import shutil
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from autograder import site_users
+from autograder.site_users import SiteUsers
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<file_id>\d+)_(?P<file>.+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_$")
@@ -115,31 +119,54 @@ def read_roster(path: Path | None) -> list[dict]:
     return rows
 
 
-def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str], dict[int, str], list[str]]:
-    """entry index -> student id; entry index -> why it gets none (it is not imported); a line for each id made
-    from a name (no roster row matched).
+def student_ids(
+    entries: list[Entry], roster: list[dict], known: SiteUsers | None = None, assignment: str = ""
+) -> tuple[dict[int, str], dict[int, str], list[str]]:
+    """entry index -> student id; entry index -> why it gets none (it is not imported); lines to tell the
+    instructor (an id made from a name, a site user whose name changed).
 
-    Refused, naming both, so that nothing is overwritten: an entry whose name fits more than one roster student, two
-    entries that come to one id (two participants of one name), an id made from a name that a roster student
-    other than this one already has; and an id that is not valid (``course.student_id_problem``)."""
+    A site user the course's record holds (``known``, ``site_users.py``; ``assignment``: the download's) keeps
+    the id it gives them. Otherwise the roster decides: the Canvas user id (``lms_id``), else the name; an entry
+    matched by neither gets its name as id. Refused, naming both, so that nothing is overwritten or merged: an
+    entry whose name fits more than one roster student; two entries that come to one id (two participants of one
+    name); an id made from a name that a roster student other than this one already has; a user whom the record and
+    the roster give different ids; a user coming to an id the record gives another site user; and an id that is
+    not valid (``course.student_id_problem``)."""
     from autograder.course import student_id_problem
 
+    known = known if known is not None else SiteUsers(Path())
     by_user = {r.get("lms_id", "").strip(): r["id"] for r in roster if r.get("lms_id", "").strip()}
     by_name: dict[str, set[str]] = {}
     for r in roster:
         first, last = r.get("first_name", "").strip(), r.get("last_name", "").strip()
-        if first or last:
+        if first or last:  # Canvas: "Last, First" squashed; Moodle: "First Last"
             for key in {_squashed(last + first), _words(f"{first} {last}"), _words(f"{last} {first}")}:
-                by_name.setdefault(key, set()).add(
-                    r["id"]
-                )  # Canvas: "Last, First" squashed; Moodle: "First Last"
+                by_name.setdefault(key, set()).add(r["id"])
     roster_ids = {r["id"] for r in roster}
-    ids, refused, made = {}, {}, []
+    ids, refused, said = {}, {}, []
     for i, entry in enumerate(entries):
         key = _squashed(entry.name) if entry.lms == "Canvas" else _words(entry.name)
         who = f"{entry.name!r} ({entry.lms} {entry.user})"
+        user = site_users.key(entry.lms, entry.user, assignment)
+        recorded = known.student(user)
         found = by_user.get(entry.user) if entry.lms == "Canvas" else None
         named = by_name.get(key, set())
+        if recorded is not None:
+            # the roster's id for this user (by lms_id, else by name) when it is not the record's
+            says = found if found is not None else ", ".join(sorted(named)) if recorded not in named else ""
+            if says and says != recorded:
+                refused[i] = (
+                    f"{who} is {recorded!r} in the course's record of site users ({known.path}), but the roster "
+                    f"gives {says!r}: a student keeps one id; if {says!r} is right, change that user's student in "
+                    f"the record and move their earlier submissions in submitted/ first"
+                )
+                continue
+            if known.users[user]["name"] != entry.name:
+                said.append(
+                    f"{who} is {recorded!r}, as the course's record of site users says ({known.describe(user)})"
+                )
+            ids[i] = recorded
+            continue
         if found is None and len(named) > 1:
             refused[i] = f"{who} fits more than one roster student ({', '.join(sorted(named))})"
             continue
@@ -151,7 +178,17 @@ def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str
                     f"{who} is on no roster row, and its name as id, {found!r}, is another roster student's"
                 )
                 continue
-            made.append(f"{entry.name} ({entry.lms} {entry.user}) -> {found}")
+            said.append(
+                f"{entry.lms}: no roster entry for {entry.name} ({entry.lms} {entry.user}) -> {found} (the name as id)"
+            )
+        holder = known.holder(found, user)
+        if holder is not None:
+            refused[i] = (
+                f"{who} would be {found!r}, which the course's record of site users ({known.path}) gives to "
+                f"{known.describe(holder)}: two site users are never one student; give this one an id of their own "
+                "in the roster (id and lms_id), or correct the record"
+            )
+            continue
         problem = student_id_problem(found)
         if problem is not None:
             refused[i] = f"{who}: {problem}"
@@ -166,7 +203,7 @@ def student_ids(entries: list[Entry], roster: list[dict]) -> tuple[dict[int, str
             refused[i] = f"{both} both come to the student id {student!r}"
     for i in refused:
         ids.pop(i, None)
-    return ids, refused, made
+    return ids, refused, said
 
 
 def notebook_name(uploaded: str, expected: set[str]) -> str:

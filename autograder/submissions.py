@@ -22,12 +22,13 @@ import stat
 import sys
 import tempfile
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from autograder import late, lms
-from autograder.course import assignments, require_assignment, source_dir, submission_dir
+from autograder import late, lms, site_users
+from autograder.course import assignments, course_dir, require_assignment, source_dir, submission_dir
 from autograder.unpack import MAX_DEPTH, unpack
 
 MAX_SUBMISSION = (
@@ -189,7 +190,7 @@ def import_submissions(
             assignment is not None and any(folder.glob("*.ipynb"))
         )
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as held:
         root, damaged = path, {}
         if path.is_file():
             unpacked = unpack(path, Path(tmp) / "unpacked")
@@ -203,12 +204,13 @@ def import_submissions(
             and not lms.read_layout(root)
         ):  # fmt: skip
             root = _folders(root)[0]
-        entries, flags = lms.read_layout(root), {}
+        entries, flags, users = lms.read_layout(root), {}, {}
         if entries:  # a course site's download: rearranged as a class of one assignment
             assignment = _assignment_of(entries, assignment)
             require_assignment(assignment)
             wanted = [assignment]
-            ids, refused, made = lms.student_ids(entries, lms.read_roster(roster))
+            known = held.enter_context(site_users.held(course_dir()))
+            ids, refused, said = lms.student_ids(entries, lms.read_roster(roster), known, assignment)
             expected = {p.name for p in (source_dir() / assignment).glob("*.ipynb")}
             for i in ids:
                 broken = [damaged[f] for f, _ in entries[i].files if f in damaged]
@@ -219,10 +221,11 @@ def import_submissions(
             root.mkdir()
             refused |= lms.rearrange(entries, ids, assignment, expected, root)
             flags = {ids[i]: e.late for i, e in enumerate(entries) if i in ids}
+            users = {ids[i]: entries[i] for i in ids if i not in refused}
             for i, why in refused.items():
                 out.refused[f"{entries[i].name} ({entries[i].lms} {entries[i].user})"] = why
-            for line in made:
-                print(f"{entries[0].lms}: no roster entry for {line} (the name as id)", file=sys.stderr)
+            for line in said:
+                print(line, file=sys.stderr)
         students = [d for d in _folders(root) if is_student(d)]
         if not students and not out.refused:
             layout = (
@@ -265,6 +268,9 @@ def import_submissions(
                     )
                     continue
                 _say_when(student, a, when, how)
+                if student in users:  # a site user: the same student id in every later import
+                    entry = users[student]
+                    known.remember(site_users.key(entry.lms, entry.user, a), entry.name, student, a)
                 if student not in out.imported:
                     out.imported.append(student)
         by_case: dict[str, list[str]] = {}
