@@ -8,6 +8,7 @@ PY     := $(VENV)/bin/python
 # tools (.[dev]: pytest, transformers, Playwright, ...) for make test and the benchmarks; .[dev] holds .[course]
 COURSE := $(VENV)/.installed-course
 DEV    := $(VENV)/.installed-dev
+NBCONVERT_CONFIG := $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 
 .PHONY: lab test setup system-packages fonts checkpoints bench gpu-wheels clean
 
@@ -25,13 +26,13 @@ EDITION_ARGS := $(if $(filter-out en,$(EDITION)),--lang $(EDITION))
 # JupyterLab on the student's own copy of the course (work/, filled from notebooks/; work-zh-TW/ from
 # editions/zh-TW/notebooks/ for EDITION=zh-TW), opened on 00_start.ipynb, without nbgrader's instructor tools, as
 # root too (see posref/launch.py and posref/workfolder.py)
-lab: $(COURSE) fonts $(EDITION_PACK)
+lab: $(COURSE) $(NBCONVERT_CONFIG) fonts $(EDITION_PACK)
 	$(PY) -m posref lab $(EDITION_ARGS)
 
 test: setup system-packages
 	$(PY) -m pytest -q -n auto --durations=25
 
-setup: $(DEV)
+setup: $(DEV) $(NBCONVERT_CONFIG)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,12 @@ $(COURSE): pyproject.toml constraints.txt | $(PY)
 $(DEV): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@ $(COURSE) $(VENV)/.installed-zh-TW $(VENV)/.installed-zh-CN
+
+# `jupyter nbconvert --to html` in any shell with this environment exports offline too (MathJax inside the page):
+# nbconvert's configuration in the environment's own Jupyter config folder (see the file)
+$(NBCONVERT_CONFIG): posref/jupyter_config/shell/jupyter_nbconvert_config.py | $(PY)
+	mkdir -p $(dir $@)
+	cp $< $@
 
 # an edition's language pack; .[dev] holds both
 $(VENV)/.installed-zh-TW $(VENV)/.installed-zh-CN: $(VENV)/.installed-%: $(COURSE)

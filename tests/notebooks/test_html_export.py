@@ -120,6 +120,26 @@ def test_nbconvert_in_the_students_terminal_exports_the_same_page(tmp_path):
     _assert_self_contained((tmp_path / "04_rope.html").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # one nbconvert run: about 5 s
+def test_nbconvert_from_a_plain_shell_exports_the_same_page(tmp_path):
+    """`jupyter nbconvert --to html` of this environment run from a shell that is no JupyterLab's (no JUPYTER_*
+    variable, another folder): the configuration `make setup` puts into the environment's Jupyter config folder
+    (posref/jupyter_config/shell) makes the same one-file page; without it nbconvert named a CDN's MathJax."""
+    installed = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_nbconvert_config.py"
+    shell = REPO / "posref" / "jupyter_config" / "shell" / "jupyter_nbconvert_config.py"
+    assert installed.is_file(), f"{installed} is missing: run `make setup`"
+    assert installed.read_text() == shell.read_text(), f"{installed} is not {shell}'s copy: run `make setup`"
+    shutil.copy(NOTEBOOK, tmp_path / NOTEBOOK.name)
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", NOTEBOOK.name],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["04_rope.html", "04_rope.ipynb"]
+    _assert_self_contained((tmp_path / "04_rope.html").read_text(encoding="utf-8"))
+
+
 TYPESET = """() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0 && MathJax.isReady === true
     && document.querySelectorAll('.MathJax_Processing').length === 0"""
 
