@@ -14,16 +14,22 @@ in pyproject.toml), decided here (``pytest_collection_modifyitems``):
   worker runs the whole group, one test at a time. ``sandbox``: children as ``Sandbox()``'s default uid (one
   uid's process limit and keyring are shared by every process of that uid); ``browser``: every file with a test
   marked ``browser`` (a JupyterLab server and Chromium each: two at once starve a 2-core machine's pages).
-- Units with a ``slow`` test are handed out first (in the order collected), so that the long ones start early and
-  the short ones fill the end.
+- The longest units are handed out first, by the seconds ``tests/durations.json`` gives each (what a run with
+  ``--store-durations`` measured: a unit's setups, calls and teardowns), so that no long unit starts late and the
+  short ones fill the end (two workers finish together). A unit it does not list yet counts as
+  ``UNLISTED_SLOW_UNIT`` seconds when it has a ``slow`` test, as none otherwise. Refresh the file after adding or
+  changing a long test: ``.venv/bin/python -m pytest -q -n auto --store-durations [FILES]`` (the units run are
+  updated, the others kept). Only the order depends on it, never an outcome.
 - Each worker runs torch on one thread: as many workers as CPUs, each on its own.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +41,8 @@ import torch
 from posref.grading.speed.timing import single_thread
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DURATIONS = Path(__file__).with_name("durations.json")
+UNLISTED_SLOW_UNIT = 60.0
 
 
 def _in_a_worker(config: pytest.Config) -> bool:
@@ -42,9 +50,38 @@ def _in_a_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help="with -n: write each unit's seconds to tests/durations.json, the order of later runs (tests/conftest.py)",
+    )
+
+
+class _UnitSeconds:
+    """The seconds of each unit of work run, summed from the reports the workers send, entered in ``DURATIONS``.
+
+    A worker names a grouped test ``path::name@group`` (pytest-xdist's loadgroup) and a spread one by its id."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid.rsplit("@", 1)[-1]] += report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        listed = {**json.loads(DURATIONS.read_text()), **self.seconds}
+        longest_first = sorted(listed.items(), key=lambda unit: -unit[1])
+        DURATIONS.write_text(json.dumps({unit: round(s, 1) for unit, s in longest_first}, indent=0) + "\n")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if _in_a_worker(config):
         torch.set_num_threads(1)
+    elif config.getoption("store_durations"):
+        if not config.getoption("numprocesses", None):
+            raise pytest.UsageError("--store-durations measures the units of a run with -n (pytest-xdist)")
+        config.pluginmanager.register(_UnitSeconds())
 
 
 def _file(item: pytest.Item) -> str:
@@ -68,7 +105,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif item.get_closest_marker("xdist_group") is None and item.get_closest_marker("spread") is None:
             item.add_marker(pytest.mark.xdist_group(item.path.stem))  # the file (pytest needs unique names)
     slow = {_unit(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _unit(item) not in slow)  # stable: the collected order otherwise
+    listed = json.loads(DURATIONS.read_text())
+
+    def seconds(item: pytest.Item) -> float:
+        unit = _unit(item)
+        return listed.get(unit, UNLISTED_SLOW_UNIT if unit in slow else 0.0)
+
+    items.sort(key=seconds, reverse=True)  # stable: the collected order among equals
 
 
 def assert_close(
