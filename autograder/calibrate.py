@@ -23,6 +23,7 @@ import argparse
 import importlib
 import json
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.record import _Children, reference_path
@@ -44,12 +45,20 @@ def speed_check(name: str) -> tuple[SpeedCheck, str, str, str]:
     return check, CHECKERS.get(name, f"check_{check.name}_speed"), constant, impls
 
 
-def _naming_cell(impls: str) -> str:
-    """A cell that binds the ``i``-th implementation of the dict ``impls`` to ``calibrated_<i>``: a child's functions
-    are called by name."""
-    return (
-        f"for _i, (_kind, _fn) in enumerate({impls}.values()):\n    globals()[f'calibrated_{{_i}}'] = _fn\n"
-    )
+def child_name(impls: str, i: int) -> str:
+    """The name the ``i``-th implementation of the dict ``impls`` has in the child that ``program`` starts."""
+    return f"{impls}_{i}"
+
+
+def program(names: Iterable[str]) -> list[tuple[int, str]]:
+    """A child's answer cells: the tests' two student-style files, then a cell that binds the implementations of each
+    timed function of ``names`` to their ``child_name`` (a child's functions are called by name)."""
+    binding = ""
+    for name in names:
+        impls = bench.CALIBRATED[name][3]
+        for i in range(len(bench.calibration_impls(name))):
+            binding += f"{child_name(impls, i)} = list({impls}.values())[{i}][1]\n"
+    return [(0, bench.STUDENT_IMPLS.read_text()), (1, bench.STUDENT_IMPLS_SPEED.read_text()), (2, binding)]
 
 
 def calibrate_of_record(
@@ -67,13 +76,13 @@ def calibrate_of_record(
     local = bench.calibration_impls(name)
     if local is None:
         raise FileNotFoundError(f"{bench.STUDENT_IMPLS.parent}: the tests' student-style files are not there")
-    program = [(0, bench.STUDENT_IMPLS.read_text()), (1, bench.STUDENT_IMPLS_SPEED.read_text()),
-               (2, _naming_cell(impls_name))]  # fmt: skip
     sandbox = Sandbox()
-    children = _Children(program, sandbox, sandbox.scratch(scratch_base), [], timeout=120, budget=24 * 3600)
+    children = _Children(
+        program([name]), sandbox, sandbox.scratch(scratch_base), [], timeout=120, budget=24 * 3600
+    )
     try:
         child = children.get()
-        remote = {label: (kind, RemoteFunction(child, f"calibrated_{i}"))
+        remote = {label: (kind, RemoteFunction(child, child_name(impls_name, i)))
                   for i, (label, (kind, _fn)) in enumerate(local.items())}  # fmt: skip
         return calibrate_speed_check(check, constant, remote, shape, device="cpu", repeats=repeats, ceiling=ceiling,
                                      reference=children.reference_fn(reference_path(checker)),
