@@ -91,7 +91,9 @@ def test_budget_calibration_runs_end_to_end_and_writes_its_figures(tmp_path, cap
         assert figures["reference us per call (default, as checked)"] > 0
         assert figures["worst sane median"] > 0 and figures["best slow median"] > 0
         assert isinstance(figures["verdict"], str) and "separable" in figures["verdict"]
-        assert "proposed budget" in figures and "budgets.py line" in figures
+        assert "proposed budget" in figures
+        # timed in this process: no CPU budget to paste (those are the score of record's, autograder.calibrate)
+        assert figures["budgets.py line"] in ("", bench.OF_RECORD_ONLY)
     assert "shape" in saved["figures"]["apply_rope budget recommendation cpu"]
     attention = saved["figures"]["attention budget calibration (1, 2, 16, 8) cpu"]
     for name, (kind, _fn) in bench.calibration_impls("attention").items():
