@@ -374,11 +374,7 @@ def bench_speed_checks(device: torch.device, names: list[str], *, repeats: int =
     return figures
 
 
-OF_RECORD_ONLY = (
-    "none on the CPU: a CPU budget is the score of record's (python -m autograder.calibrate); these in-process "
-    "figures are what a notebook kernel's check reads"
-)
-"""What ``bench_budgets`` prints on the CPU where the calibration would give a ``budgets.py`` line."""
+OF_RECORD_ONLY = "none on the CPU: a CPU budget is the score of record's (python -m autograder.calibrate)"
 
 SMALL_CEILING = 8.0
 """``--small``'s ``ceiling`` for the calibration (``posref.grading.speed.calibration.CEILING`` otherwise)."""
