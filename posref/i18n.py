@@ -25,6 +25,8 @@ import re
 import string
 import unicodedata
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -59,6 +61,18 @@ def set_language(lang: str | None) -> None:
     if known is None:
         raise ValueError(f"posref speaks no language {lang!r}: expected one of {', '.join(LANGUAGES)}")
     _chosen = known
+
+
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """``set_language(lang)`` inside the block, and the language chosen before it (or none) again after it."""
+    global _chosen
+    before = _chosen
+    set_language(lang)
+    try:
+        yield
+    finally:
+        _chosen = before
 
 
 def get_language() -> str:

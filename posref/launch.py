@@ -40,7 +40,7 @@ from pathlib import Path
 
 import posref_jupyter
 from posref import workfolder
-from posref.i18n import _
+from posref.i18n import _, speaking
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
@@ -184,11 +184,11 @@ def missing_pack_note(lang: Edition) -> str | None:
     """What to do when JupyterLab lacks the edition's interface language; None when it has it."""
     if lang.pack_installed():
         return None
-    return (
-        f"posref lab: JupyterLab's menus stay in English: the {lang.tag} language pack is not installed "
-        f"(`make lab EDITION={lang.tag}` installs it; without make: python -m pip install -c constraints.txt "
-        f"-e '.[{lang.tag.lower()}]', or python -m pip install {lang.pack})"
-    )
+    return _(
+        "posref lab: JupyterLab's menus stay in English: the {tag} language pack is not installed "
+        "(`make lab EDITION={tag}` installs it; without make: python -m pip install -c constraints.txt "
+        "-e '.[{extra}]', or python -m pip install {pack})"
+    ).format(tag=lang.tag, extra=lang.tag.lower(), pack=lang.pack)
 
 
 def passed_on(remainder: Sequence[str]) -> list[str]:
@@ -197,17 +197,28 @@ def passed_on(remainder: Sequence[str]) -> list[str]:
 
 
 def run_lab(args: argparse.Namespace) -> int:
-    folder, releases = course_folders(args.folder, args.releases, args.lang)
-    update_folder(folder, releases, "lab")
-    command = lab_command(folder, passed_on(args.jupyter_args))
-    note = missing_pack_note(args.lang)
-    if note:
-        print(note, file=sys.stderr)
-    print(f"posref lab: serving {folder} ({args.lang.tag} edition)", file=sys.stderr)
+    """``posref lab``: what it says on the terminal, and its errors, in the language of the edition it opens."""
+    with speaking(args.lang.tag):
+        folder, releases = course_folders(args.folder, args.releases, args.lang)
+        update_folder(folder, releases, "lab")
+        command = lab_command(folder, passed_on(args.jupyter_args))
+        note = missing_pack_note(args.lang)
+        if note:
+            print(note, file=sys.stderr)
+        print(
+            _("posref lab: serving {folder} ({tag} edition)").format(folder=folder, tag=args.lang.tag),
+            file=sys.stderr,
+        )
     return subprocess.call(command, env=lab_env(instructor_tools=args.instructor_tools, lang=args.lang))
 
 
 def run_update(args: argparse.Namespace) -> int:
+    """``posref update``, speaking the language of the edition it updates."""
+    with speaking(args.lang.tag):
+        return _update(args)
+
+
+def _update(args: argparse.Namespace) -> int:
     folder, releases = course_folders(args.folder, args.releases, args.lang)
     if releases is None:
         raise FileNotFoundError(

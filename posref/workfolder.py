@@ -47,10 +47,14 @@ class Change:
 
     def describe(self) -> str:
         if self.action == "added":
-            return f"added {self.path}"
+            return _("added {path}").format(path=self.path)
         if self.action == "updated":
-            return f"updated {self.path} to the course's new version (you had not changed it)"
-        return f"new version of {self.of} written beside it as {self.path}: yours is as you left it"
+            return _("updated {path} to the course's new version (you had not changed it)").format(
+                path=self.path
+            )
+        return _("new version of {of} written beside it as {path}: yours is as you left it").format(
+            of=self.of, path=self.path
+        )
 
 
 def _sha256(data: bytes) -> str:
@@ -165,6 +169,9 @@ def update(releases: Path, work: Path) -> list[Change]:
 def summary(changes: list[Change], releases: Path, work: Path) -> str:
     """What ``update`` did, for the terminal: one line per change, or one line saying nothing changed."""
     if not changes:
-        return f"{work}: up to date with {releases} (nothing copied, nothing of yours changed)"
-    lines = [f"{work}: from {releases}:"] + [f"  {c.describe()}" for c in changes]
+        return _("{work}: up to date with {releases} (nothing copied, nothing of yours changed)").format(
+            work=work, releases=releases
+        )
+    lines = [_("{work}: from {releases}:").format(work=work, releases=releases)]
+    lines += [f"  {c.describe()}" for c in changes]
     return "\n".join(lines)

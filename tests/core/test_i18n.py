@@ -67,6 +67,20 @@ def test_set_language_wins_over_posref_lang_until_reset(monkeypatch):
     assert i18n._("your cell") == "你的儲存格"
 
 
+def test_speaking_sets_a_language_for_a_block_only(monkeypatch):
+    monkeypatch.setenv(i18n.ENV, "zh-TW")
+    with i18n.speaking("zh-CN"):
+        assert i18n._("your cell") == "你的单元格"
+        with i18n.speaking("en"):
+            assert i18n._("your cell") == "your cell"
+        assert i18n.get_language() == "zh-CN"
+    assert i18n._("your cell") == "你的儲存格"  # POSREF_LANG's again: none was chosen before
+    i18n.set_language("en")
+    with pytest.raises(RuntimeError), i18n.speaking("zh-TW"):
+        raise RuntimeError
+    assert i18n.get_language() == "en"
+
+
 def test_an_unknown_posref_lang_warns_once_and_speaks_english(monkeypatch):
     monkeypatch.setenv(i18n.ENV, "klingon-1")
     with pytest.warns(UserWarning, match=r"POSREF_LANG='klingon-1' is not a language posref speaks.*zh-TW"):

@@ -122,6 +122,28 @@ def test_the_instructors_lab_follows_lang_too(monkeypatch, tmp_path):
     assert lab_language.requested_locale(env) == (taiwan.locale if taiwan.pack_installed() else None)
 
 
+def test_posref_update_speaks_the_editions_language(monkeypatch, tmp_path, capsys):
+    """What ``posref update --lang zh-CN`` prints is in Simplified Chinese, and posref speaks as before afterwards
+    (``posref lab`` says it the same way, in ``update_folder``)."""
+    from posref import i18n
+
+    monkeypatch.setattr(launch, "CHECKOUT", _checkout(tmp_path, "zh-CN"))
+    parser = launch.argparse.ArgumentParser()
+    launch.add_update(parser.add_subparsers())
+    for _round in range(2):
+        args = parser.parse_args(["update", "--lang", "zh-CN"])
+        assert args.handler(args) == 0
+    first, second = capsys.readouterr().err.strip().splitlines()[::2]
+    assert (
+        first == f"posref update: {tmp_path / 'work-zh-CN'}：来自 {tmp_path / 'editions/zh-CN/notebooks'}："
+    ), first
+    assert second.endswith("（没有复制任何文件，你的文件都没有改动）"), second
+    assert i18n.get_language() == "en"
+    with pytest.raises(FileNotFoundError, match="^這個 checkout 沒有 zh-TW 版本"):
+        launch.run_update(parser.parse_args(["update", "--lang", "zh-TW"]))  # its errors: zh-TW
+    assert i18n.get_language() == "en"
+
+
 def test_the_server_extension_sets_jupyterlabs_default_locale(monkeypatch, tmp_path):
     """The server's default locale decides what a student who chose no language sees: the language pack the page
     loads and the menus' labels, which jupyterlab_server translates in the settings schemas (run here in this
@@ -265,7 +287,9 @@ def _server_process(server: LabServer):
 def test_posref_lab_lang_serves_the_editions_start_page_in_its_language(zh_tw_lab):
     server = zh_tw_lab
     log = server.log_tail(20_000)
-    assert f"added {launch.START_PAGE}" in log and "(zh-TW edition)" in log, log
+    assert f"已加入 {launch.START_PAGE}" in log and "（zh-TW 版本）" in log, (
+        log
+    )  # posref lab speaks zh-TW too
     served = json.loads(server.api("GET", f"/api/contents/{launch.START_PAGE}"))["content"]
     released = nbformat.read(server.releases / launch.START_PAGE, as_version=4)
     assert [c["source"] for c in served["cells"]] == [c.source for c in released.cells]
