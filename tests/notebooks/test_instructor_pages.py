@@ -5,7 +5,8 @@ metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasio
 classmate, is graded after her. One ``python -m autograder lab`` serves every test. Each page is opened with every
 request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed title, no
 dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade saved, the
-model answer beside the student's, the Autograde button grading).
+model answer beside the student's, the Autograde button grading, a submission's score of record), interactive
+kernels do not grade, and nothing is written into the checkout (last, after every other use of the server).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -116,7 +118,13 @@ def _built(course: Course) -> Course:
 
 
 @pytest.fixture(scope="module")
-def server(course: Course):
+def checkout_before(course: Course) -> str:
+    """The checkout's changed and untracked files once the course is built, before the server starts."""
+    return _git_status()
+
+
+@pytest.fixture(scope="module")
+def server(course: Course, checkout_before: str):
     if _chromium() is None:
         pytest.skip(
             "no Chromium: install Debian's `chromium` (apt-get install -y chromium) or set POSREF_CHROMIUM"
@@ -234,6 +242,47 @@ def _csp(server: LabServer, path: str) -> str:
 
 def _content_type(server: LabServer, path: str) -> str:
     return _headers(server, path).get("Content-Type", "")
+
+
+def _git_status() -> str:
+    """Untracked and changed files of the checkout, ignored ones left out."""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True, text=True
+    ).stdout
+
+
+def _kernel_env_value(server: LabServer, name: str) -> str:
+    """``os.environ.get(name)`` in a fresh interactive kernel of ``server`` (started through its REST API)."""
+    from jupyter_client import BlockingKernelClient
+
+    kernel = json.loads(server.api("POST", "/api/kernels"))
+    connection = server.home / "runtime" / f"kernel-{kernel['id']}.json"
+    deadline = time.monotonic() + HANG_S
+    while not connection.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling for the connection file, not waiting a fixed time
+    client = BlockingKernelClient()
+    client.load_connection_file(str(connection))
+    client.start_channels()
+    try:
+        while True:  # a kernel still starting on a loaded machine misses heartbeats and reads as dead
+            try:
+                client.wait_for_ready(timeout=60)
+                break
+            except RuntimeError:
+                assert time.monotonic() < deadline, f"the kernel did not start:\n{server.log_tail()}"
+        out: list[str] = []
+
+        def keep(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+
+        client.execute_interactive(
+            f"import os; print(os.environ.get({name!r}))", timeout=HANG_S, output_hook=keep
+        )
+        return "".join(out).strip()
+    finally:
+        client.stop_channels()
+        server.api("DELETE", f"/api/kernels/{kernel['id']}")
 
 
 def test_no_payload_runs_in_any_formgrader_page(course, server, watched):
@@ -422,3 +471,26 @@ def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(cours
         assert not [url for url in requests if not url.startswith(("file:", "data:", "about:"))], requests
     finally:
         context.close()
+
+
+def test_the_formgrader_opens_a_submission_with_its_score_of_record_and_kernels_do_not_grade(
+    course, server, watched, checkout_before
+):
+    """The instructor's route (``python -m autograder lab``): an interactive kernel of the server does not run in
+    grading mode; the formgrader lists the assignment and the students and opens bob's submission with its score
+    of record under the test cells, formulas typeset by MathJax from the server (offline); nothing was written
+    into the checkout since the server started (the module's last test of the server)."""
+    assert _kernel_env_value(server, "POSREF_GRADING") == "None", "interactive kernels run in grading mode"
+    watched.visit("/formgrader/manage_assignments", f"table a:has-text('{ASSIGNMENT}')")
+    watched.visit("/formgrader/manage_students", "table td:has-text('bob')")
+    watched.visit(
+        f"/formgrader/submissions/{course.submission_id(server, 'bob')}/", ".text_cell_render .MathJax"
+    )
+    record = watched.page.locator(".output_area pre", has_text="Score of record").first
+    record.wait_for()
+    record.scroll_into_view_if_needed()
+    shots = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or course.base)
+    watched.page.screenshot(path=str(shots / "formgrader_submission.png"))
+    watched.assert_nothing_ran("bob's submission")
+    assert _git_status() == checkout_before, "the instructor's lab wrote into the checkout"
+    assert not (REPO / "gradebook.db").exists()
