@@ -1,7 +1,8 @@
 """The instructor's pages under attack, in headless Chromium, through the course's real commands.
 
 One course for the module: 01_order released, ``mallory`` hands in a correct notebook whose written answer, outputs,
-metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasion shapes), then ``bob``, a correct
+metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasion shapes), ``trudy`` hands in one
+whose nbgrader metadata nbgrader refuses (markup in it), then ``bob``, a correct
 classmate, is graded after her. One ``python -m autograder lab`` serves every test. Each page is opened with every
 request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed title, no
 dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade saved, the
@@ -27,7 +28,7 @@ import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
 from test_browser import HANG_S, LabServer, _chromium
-from xss_payloads import hostile_files, hostile_notebook
+from xss_payloads import SIGNAL, hostile_files, hostile_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -91,6 +92,25 @@ def _own_answers(nb: nbformat.NotebookNode, student: str) -> nbformat.NotebookNo
     return nb
 
 
+REFUSED_SIGNAL = 950  # the payload number of the metadata nbgrader refuses (trudy's)
+
+
+def _refused_metadata(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with nbgrader metadata that nbgrader's autograde refuses, markup in each piece of it: a cell of her
+    own claiming points without a grade id, an answer's flag that is a tag, metadata that is a tag."""
+    signal = SIGNAL.format(n=REFUSED_SIGNAL)
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        f"<script>{signal}</script>", metadata={"nbgrader": {"grade": True, "solution": False, "points": 1}}
+    ))  # fmt: skip
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "attention":
+            cell.metadata["nbgrader"]["locked"] = f'<img src=x onerror="{signal}">'
+    next(c for c in nb.cells if "nbgrader" not in c.metadata).metadata["nbgrader"] = (
+        f'<svg onload="{signal}">'
+    )
+    return nb
+
+
 @pytest.fixture(scope="module")
 def course() -> Course:
     """The course, inside the server's root (the checkout's ignored ``build/``), so that every route that can
@@ -108,6 +128,8 @@ def _built(course: Course) -> Course:
     hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
     course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
     course.autograde("mallory")
+    course.hand_in("trudy", _refused_metadata(_own_answers(nbformat.read(SOLUTION, as_version=4), "trudy")))
+    course.autograde("trudy")
     bob = nbformat.read(SOLUTION, as_version=4)
     for cell in bob.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
@@ -325,6 +347,21 @@ def test_no_payload_runs_in_any_formgrader_page(course, server, watched):
     lab = f"/lab/tree/{course.relative('mallory')}/{ASSIGNMENT}.ipynb"
     watched.visit(lab, ".jp-RenderedMarkdown >> text=My answer")
     watched.assert_nothing_ran(lab)
+
+
+def test_a_notebook_nbgrader_refused_has_a_page_that_says_why_and_runs_nothing(course, server, watched):
+    """trudy's nbgrader metadata made nbgrader's autograde refuse her notebook: the formgrader said "Submission
+    notebook file not found". Now her page shows her cells, graded, with a first cell naming each cell nbgrader
+    refused, the markup of her metadata as text; her written answer takes a manual grade like anyone's."""
+    trudy = course.submission_id(server, "trudy")
+    watched.visit(f"/formgrader/submissions/{trudy}/", "text=nbgrader could not take this notebook")
+    watched.assert_nothing_ran("the page of a notebook nbgrader refused")
+    reasons = watched.page.locator(".text_cell_render pre").first.inner_text()
+    assert "nbgrader cell does not have a grade_id: <script>fetch('/pwned/950')" in reasons, reasons
+    assert "is not of type 'boolean'" in reasons and "not a mapping" in reasons, reasons
+    assert watched.page.locator("input.score#q_two_layers").count() == 1
+    assert watched.page.locator("text=trudy's own answer").count() > 0
+    _full_marks(course, "trudy")
 
 
 def test_a_url_cannot_inject_into_nbgraders_pages(server, watched):
