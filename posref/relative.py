@@ -1,7 +1,7 @@
 """Relative position biases added to attention scores: ALiBi and T5's bucketed bias.
 
-ALiBi (Press et al. 2022, arXiv 2108.12409): head ``h`` adds ``-m_h * |i - j|`` to the score of query ``i``
-and key ``j``. For ``n`` heads, a power of two, ``m_h = 2**(-8h/n)``, ``h = 1..n``; otherwise the slopes of
+ALiBi (Press et al. 2022, arXiv 2108.12409): head ``h`` adds ``-s_h * |m - n|`` to the score of query ``m``
+and key ``n``. For ``n`` heads, a power of two, ``s_h = 2**(-8h/n)``, ``h = 1..n``; otherwise the slopes of
 the largest power of two ``c < n`` followed by every other slope of ``2c`` (the paper's code).
 
 T5 (Raffel et al. 2020, arXiv 1910.10683): ``relative_position = key_position - query_position`` is mapped to
@@ -70,10 +70,10 @@ def _as_positions(name: str, positions: torch.Tensor | int, device: torch.device
 def alibi_bias(
     slopes: torch.Tensor, q_positions: torch.Tensor | int, k_positions: torch.Tensor | int
 ) -> torch.Tensor:
-    """The symmetric ALiBi bias ``-slope_h * |i - j|`` -> ``(n_heads, Tq, Tk)`` in ``slopes.dtype``.
+    """The symmetric ALiBi bias ``-s_h * |m - n|`` -> ``(n_heads, Tq, Tk)`` in ``slopes.dtype``.
 
     ``q_positions``/``k_positions`` are 1-D integer tensors (or a length, meaning ``arange(length)``). Under a
-    causal mask this equals the paper's ``-m (i - j)``; it is also valid without one.
+    causal mask this equals the paper's ``-m (i - j)`` (its slope ``m``, query ``i``, key ``j``); it is also valid without one.
     """
     check_tensor("slopes", slopes)
     check_float("slopes", slopes)

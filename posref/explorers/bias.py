@@ -1,7 +1,7 @@
 """Notebook 03's explorer: ALiBi and T5 biases by head, as heatmaps over query x key positions.
 
-ALiBi (Press et al. 2021, arXiv 2108.12409) adds ``-m_h |i - j|`` with a fixed slope per head; T5 (Raffel et
-al. 2019, arXiv 1910.10683) adds a learned value per bucket of ``j - i``. The T5 table drawn here is
+ALiBi (Press et al. 2021, arXiv 2108.12409) adds ``-s_h |m - n|`` (query ``m``, key ``n``) with a fixed slope ``s_h`` per head; T5 (Raffel et
+al. 2019, arXiv 1910.10683) adds a learned value per bucket of ``n - m``. The T5 table drawn here is
 illustrative (``t5_illustrative_table``), not learned. The figure is built once by the explorer and updated in
 place when the head slider moves.
 """
@@ -84,8 +84,8 @@ class _BiasHeatmaps:
             fig.colorbar(
                 image, ax=ax, fraction=0.046, label=_("{bias} (one scale for all heads)").format(bias=label)
             )
-            ax.set_xlabel(_("key position j"))
-            ax.set_ylabel(_("query position i"))
+            ax.set_xlabel(_("key position n"))
+            ax.set_ylabel(_("query position m"))
             self.images.append(image)
             self.titles.append(ax.set_title("", fontsize=9))
         self.row = i = length // 2
@@ -99,8 +99,8 @@ class _BiasHeatmaps:
         low = min(float(self.alibi.min()), float(self.t5.min()))
         ax_r.set_ylim(1.05 * low, -0.05 * low if low < 0 else 1.0)  # the same for all heads, like the colours
         ax_r.axvline(i, color="0.7", lw=0.8, ls=":")
-        ax_r.set_xlabel(_("key position j"))
-        ax_r.set_ylabel(_("bias for query i = {i}").format(i=i))
+        ax_r.set_xlabel(_("key position n"))
+        ax_r.set_ylabel(_("bias for query m = {m}").format(m=i))
         ax_r.legend(fontsize=8, loc="lower center")
         self.row_title = ax_r.set_title("", fontsize=9)
         fig.subplots_adjust(left=0.04, right=0.99, bottom=0.12, top=0.87, wspace=0.42)
@@ -112,7 +112,7 @@ class _BiasHeatmaps:
         self.alibi_row.set_ydata(self.alibi[head, self.row])
         self.t5_row.set_ydata(self.t5[head, self.row])
         self.titles[0].set_text(
-            _("ALiBi, head {head}: slope m = {slope:.4g}\nbias = -m·|i - j|").format(
+            _("ALiBi, head {head}: slope s = {slope:.4g}\nbias = -s·|m - n|").format(
                 head=head, slope=float(self.slopes[head])
             )
         )
@@ -126,11 +126,11 @@ class _BiasHeatmaps:
 def bias_heatmap_figure(head: int, n_heads: int = 8, length: int = 32) -> Figure:
     """ALiBi and T5 biases of head ``head`` over ``length`` queries x keys, side by side, and one row of each.
 
-    Left (gid ``"alibi"``): ``-m_h |i - j|`` with ALiBi's slope ``m_h`` (arXiv 2108.12409), in the symmetric
+    Left (gid ``"alibi"``): ``-s_h |m - n|`` with ALiBi's slope ``s_h`` (arXiv 2108.12409), in the symmetric
     form the core computes (a causal model masks the keys after the query). Middle (gid ``"t5"``): T5's
     bidirectional bucketed bias (arXiv 1910.10683, 32 buckets, max_distance 128) with an *illustrative* table
     (``t5_illustrative_table``), labelled as such. Right: both biases for the middle query against key position.
-    Images have rows = query position ``i``, columns = key position ``j``. Colours (and the right panel's y axis)
+    Images have rows = query position ``m``, columns = key position ``n``. Colours (and the right panel's y axis)
     use one scale for all ``n_heads`` heads, so heads can be compared by eye.
     """
     n_heads = check_positive_int("n_heads", n_heads)

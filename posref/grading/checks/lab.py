@@ -332,7 +332,7 @@ def check_alibi_handler(fn: Callable[..., torch.Tensor], *, hidden: bool = False
         return run
 
     mistakes = {
-        _("the bias is a penalty, -slope * |i - j|: far keys must get lower scores, not higher"): variant(
+        _("the bias is a penalty, -slope * |m - n|: far keys must get lower scores, not higher"): variant(
             slopes=lambda s: -s
         ),
         _(

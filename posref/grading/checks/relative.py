@@ -47,7 +47,7 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
 
 @enforce_rules
 def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
-    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-m_h |i - j|``.
+    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-s_h |m - n|`` (query ``m``, key ``n``).
 
     Hidden cases: as many queries as keys and fewer (a KV-cache step), positions from 0 and from an offset, float32
     and float64 slopes, each at least once in 20."""
@@ -69,13 +69,13 @@ def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, d
         slopes = alibi_slopes(h, device=draw.device, dtype=c["dtype"])
         cases.append(Case((slopes, q_pos, k_pos)))
     mistakes = {
-        _("the bias must be a penalty: -slope * |i - j| is <= 0 and falls with distance"): lambda s, q, k: (
+        _("the bias must be a penalty: -slope * |m - n| is <= 0 and falls with distance"): lambda s, q, k: (
             -alibi_bias(s, q, k)
         ),
-        _("use the distance |i - j| (absolute value), not i - j"): lambda s, q, k: (
+        _("use the distance |m - n| (absolute value), not m - n"): lambda s, q, k: (
             -s[:, None, None] * (q[:, None] - k[None, :]).to(s.dtype)
         ),
-        _("use the distance |i - j| (absolute value), not j - i"): lambda s, q, k: (
+        _("use the distance |m - n| (absolute value), not n - m"): lambda s, q, k: (
             -s[:, None, None] * (k[None, :] - q[:, None]).to(s.dtype)
         ),
     }
