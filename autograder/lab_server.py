@@ -5,7 +5,7 @@ which loads the formgrader itself and then:
 
 1. **Sanitises what the formgrader renders.** nbgrader renders a submission with nbconvert, unsanitised, in
    the server's own origin: a ``<script>`` in a written answer ran as the instructor. ``SubmissionExporter``
-   runs ``sanitize.StudentCellsSanitized`` over the notebook, cleans markdown again once rendered, and escapes
+   runs ``sanitize.StudentCellsSanitized`` over the notebook, cleans markdown once rendered, and escapes
    the student's id and names. nbgrader's other pages get Jinja's autoescaping (they printed a URL's
    assignment name into the page and into an inline script as it came).
 2. **Sets a Content-Security-Policy on every response** (``PolicyTransform``). Scripts run only from this
@@ -39,14 +39,13 @@ from pathlib import Path
 
 import jinja2
 from markupsafe import escape
-from nbconvert.exporters import HTMLExporter
 from nbgrader.server_extensions.formgrader import apihandlers
 from nbgrader.server_extensions.formgrader import formgrader as nbgrader_formgrader
 from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
 from tornado import web
 
 from autograder import course
-from autograder.sanitize import StudentCellsSanitized, clean_rendered_html
+from autograder.sanitize import CleanMarkdownExporter, StudentCellsSanitized
 from posref_jupyter import offline_math
 
 NONCE: ContextVar[str] = ContextVar("posref_csp_nonce", default="")
@@ -238,7 +237,7 @@ def model_answers(assignment: str, notebook: str) -> dict[str, str]:
     return answers
 
 
-class SubmissionExporter(HTMLExporter):
+class SubmissionExporter(CleanMarkdownExporter):
     """nbgrader's formgrade view of a submission (template ``posref_formgrade``, which extends nbgrader's
     ``formgrade``) with the student's cells sanitised, markdown cleaned once rendered, the student's id and
     names escaped, and each written answer followed by the source notebook's model answer."""
@@ -248,10 +247,6 @@ class SubmissionExporter(HTMLExporter):
         nonce_scripts(env)
         return env
 
-    @jinja2.pass_context
-    def markdown2html(self, context, source):
-        return clean_rendered_html(super().markdown2html(context, source))
-
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = dict(resources or {})
         for key in ("student", "first_name", "last_name", "notebook_path"):
@@ -259,9 +254,7 @@ class SubmissionExporter(HTMLExporter):
                 resources[key] = str(escape(resources[key]))
         if "assignment_id" in resources and "notebook_id" in resources:
             resources["model_answers"] = model_answers(resources["assignment_id"], resources["notebook_id"])
-        # markdown is cleaned once rendered (markdown2html): bleaching its source too would print a student's
-        # `$i < j$` as `$i &lt; j$`
-        nb, resources = StudentCellsSanitized(enabled=True, markdown_source=False).preprocess(nb, resources)
+        nb, resources = StudentCellsSanitized(enabled=True).preprocess(nb, resources)
         return super().from_notebook_node(nb, resources, **kw)
 
 

@@ -73,7 +73,7 @@ REPO = Path(__file__).resolve().parent.parent
 # for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.late)
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
-from autograder.sanitize import StudentCellsSanitized  # noqa: E402
+from autograder.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
 from posref_jupyter.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
@@ -150,6 +150,9 @@ c.GenerateFeedback.preprocessors = [
     MathJaxBeside,
 ]
 c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled
+# markdown is cleaned once rendered, not at its source: bleaching the source showed a student's `$i < j$` and
+# `a < b` in code as `&lt;` (a formula's or a code span's text is escaped again when rendered)
+c.GenerateFeedback.exporter_class = CleanMarkdownExporter
 c.MathJaxBeside.enabled = True
 # Formulas render offline, from no other host: the feedback and formgrade templates' mathjax() macros are the
 # course's (jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's

@@ -1,8 +1,8 @@
 """What a student wrote, made inert before a page shows it: the feedback pages and the formgrader's view.
 
 Everything in a submitted notebook is the student's: markdown, outputs of any mimetype, output and cell
-metadata, attachments. nbconvert's ``SanitizeHTML`` cleans markdown and the ``text/html`` and ``text/markdown``
-outputs with bleach; ``StudentCellsSanitized`` adds what the course's pages need on top of it:
+metadata, attachments. ``StudentCellsSanitized``, nbconvert's ``SanitizeHTML`` (which cleans the ``text/html``
+and ``text/markdown`` outputs with bleach) made to what the course's pages need:
 
 * outputs keep only ``text/plain``, PNG and JPEG (as base64: the templates put them in ``src="data:..."``),
   sanitised HTML and markdown; every other mimetype (``image/svg+xml``, ``application/javascript``,
@@ -10,12 +10,10 @@ outputs with bleach; ``StudentCellsSanitized`` adds what the course's pages need
 * a cell keeps nbgrader's metadata only where it is well formed (a grade id of letters, digits, ``_`` and ``-``,
   numeric points and score, true/false flags): the templates write the grade id into HTML attributes unescaped;
 * cell attachments are dropped (a student's markdown may name them: an SVG with a script);
-* the markdown of nbgrader's locked cells is left as it is when the cell has a grade id: nbgrader's autograde
-  restored those from the source notebook (and removed grade ids it does not know), and bleach would mangle the
-  instructor's ``$a < b$``.
-
-``clean_rendered_html`` is the second pass over markdown once rendered to HTML (the formgrader's view): a
-student's markdown may build links and images that the source-level pass never saw as tags.
+* markdown cells are left as written: ``CleanMarkdownExporter`` (the feedback pages, the formgrader's view)
+  cleans them once rendered to HTML (``clean_rendered_html``). Markdown may build links and images that a pass
+  over its source never sees as tags, and such a pass escapes every ``<``, which a formula or a code span then
+  shows as ``&lt;`` (a student's ``$i < j$``, the instructor's ``$a < b$``).
 """
 
 from __future__ import annotations
@@ -24,8 +22,10 @@ import binascii
 import re
 
 import bleach
+import jinja2
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors.sanitize import SanitizeHTML
-from traitlets import Bool, Set
+from traitlets import Set
 
 GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -61,6 +61,15 @@ def clean_rendered_html(html: str) -> str:
     """``html`` (markdown rendered by nbconvert) with only the tags and attributes of ``RENDERED_TAGS`` and
     ``_safe_attribute``; everything else escaped (a ``<script>`` shows as text, it never runs)."""
     return bleach.clean(html, tags=RENDERED_TAGS, attributes=_safe_attribute, strip_comments=True)
+
+
+class CleanMarkdownExporter(HTMLExporter):
+    """nbconvert's HTML exporter whose markdown filter cleans what it renders (``clean_rendered_html``): a
+    student's ``$i < j$`` or `` `a < b` `` shows as written, a ``<script>`` as text."""
+
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        return clean_rendered_html(super().markdown2html(context, source))
 
 
 def _nbgrader_metadata(meta) -> dict | None:
@@ -118,19 +127,12 @@ class StudentCellsSanitized(SanitizeHTML):
     sanitized_output_types = Set(
         {"text/html", "text/markdown"}, config=True, help="Output mimetypes bleached"
     )
-    markdown_source = Bool(
-        True,
-        config=True,
-        help="Bleach the source of markdown cells (off where the page cleans it once rendered)",
-    )
 
     def preprocess_cell(self, cell, resources, index):
         meta = _nbgrader_metadata(cell.get("metadata", {}).get("nbgrader"))
         cell.metadata = {"nbgrader": meta} if meta else {}
         cell.pop("attachments", None)
-        if cell.cell_type == "markdown" and (
-            not self.markdown_source or (meta and meta.get("locked") and meta.get("grade_id"))
-        ):
+        if cell.cell_type == "markdown":  # cleaned once rendered (CleanMarkdownExporter)
             return cell, resources
         return super().preprocess_cell(cell, resources, index)
 

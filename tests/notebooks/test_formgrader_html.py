@@ -66,8 +66,15 @@ def test_nothing_a_student_wrote_becomes_markup_that_runs(monkeypatch):
         "".join(p.read_text() for p in Path(nbgrader_handlers.template_path).rglob("*.j2"))))  # fmt: skip
     scripts = [attrs for tag, attrs in tags if tag == "script"]
     assert scripts and all(attrs.get("nonce") == NONCE for attrs in scripts), scripts
-    # the elements the student's notebook added to the page of a plain solution
     plain, _ = _rendered(nbformat.read(SOLUTION, as_version=4), monkeypatch)
+    _assert_inert(tags, plain, handlers)
+    assert "pwned/1" in html, "the payloads are not shown at all (as text)"
+    assert "$i &lt; j$" in html  # a student's formula stays a formula
+
+
+def _assert_inert(tags: list, plain: list, handlers: set[str]) -> None:
+    """The elements a hostile notebook's page (``tags``) added to the page of a plain solution (``plain``) hold no
+    refused tag; no event handler on the page is other than the template's (``handlers``), no URL runs code."""
     template = {(tag, tuple(sorted(attrs.items()))) for tag, attrs in plain}
     added = [(tag, attrs) for tag, attrs in tags if (tag, tuple(sorted(attrs.items()))) not in template]
     assert added, "the student's cells added nothing to the page"
@@ -81,8 +88,43 @@ def test_nothing_a_student_wrote_becomes_markup_that_runs(monkeypatch):
                     tag,
                     value,
                 )
+
+
+def _feedback(nb: nbformat.NotebookNode) -> tuple[list, str]:
+    """``nb`` through the feedback step's sanitiser and exporter as the course's nbgrader configuration sets
+    them (in nbconvert's basic template: the markdown filter is the exporter's) -> (start tags, HTML)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.course import CONFIG
+
+    config = PyFileConfigLoader(str(CONFIG)).load_config()
+    [sanitise] = [
+        p
+        for p in config.GenerateFeedback.preprocessors
+        if getattr(p, "__name__", "") == "StudentCellsSanitized"
+    ]
+    nb, _ = sanitise(config=config).preprocess(nb, {})
+    html, _ = config.GenerateFeedback.exporter_class(template_name="basic").from_notebook_node(nb)
+    parser = Elements()
+    parser.feed(html)
+    return parser.tags, html
+
+
+def test_feedback_shows_a_students_markdown_as_written_and_runs_none_of_it(tmp_path, monkeypatch):
+    """The feedback page bleached a student's markdown at its source, so their `$i < j$`, a code span and a code
+    block read `&lt;` there; it is now cleaned once rendered, as the formgrader's view is, against the battery."""
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    nb, _ = hostile_notebook(SOLUTION, "q_two_layers", "attention")
+    nb.cells.append(nbformat.v4.new_markdown_cell("mine: $i < j$ and `a < b`, a & b\n\n    x < y && z"))
+    tags, html = _feedback(nb)
+    plain, _ = _feedback(nbformat.read(SOLUTION, as_version=4))
+    assert not [attrs for tag, attrs in plain for name in attrs if name.startswith("on")]
+    _assert_inert(tags, plain, handlers=set())
+    scripts = [sorted(attrs.items()) for tag, attrs in tags if tag == "script"]
+    assert scripts == [sorted(attrs.items()) for tag, attrs in plain if tag == "script"]
     assert "pwned/1" in html, "the payloads are not shown at all (as text)"
-    assert "$i &lt; j$" in html  # a student's formula stays a formula
+    assert "mine: $i &lt; j$ and <code>a &lt; b</code>, a &amp; b" in html
+    assert "<pre><code>x &lt; y &amp;&amp; z" in html
 
 
 def test_outputs_keep_only_inert_mimetypes():
