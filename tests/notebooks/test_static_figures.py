@@ -1,8 +1,10 @@
 """Every explorer's static figure where its widget cannot render (issue 17, item 5).
 
-* An HTML export made with nbconvert's defaults (``jupyter nbconvert --to html --execute``): the execution saves
-  the widget state, so the export keeps each explorer as ``<script>`` tags that draw nothing offline; the static
-  figure beside them must be in the HTML and show in a browser with no network.
+* An HTML export (``jupyter nbconvert --to html --execute``) with nbconvert's own template, which asks a CDN for
+  the scripts that draw saved widgets, and with the course's (``posref_export``: what ``make setup`` installs for
+  every shell of the environment, and a student's JupyterLab uses), which asks nothing from anywhere: the execution
+  saves the widget state, so the export keeps each explorer as ``<script>`` tags that draw nothing offline; the
+  static figure beside them must be in the HTML and show in a browser with no network.
 * A notebook run and saved in JupyterLab, then opened again with a fresh kernel: the widget's model is gone
   ("Error displaying widget: model not found"); the static figure must show there, without that error above it,
   and be hidden while the explorer itself is live (one figure, not two).
@@ -82,10 +84,21 @@ def _png(data: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A notebook of every explorer, exported by ``jupyter nbconvert --to html --execute`` with its defaults."""
-    folder = tmp_path_factory.mktemp("export")
+# nbconvert's lab template named on the command line, over the course's configuration where make setup installed it
+TEMPLATES = {
+    "lab": ["--HTMLExporter.template_name=lab", "--HTMLExporter.preprocessors=[]"],
+    "posref_export": [
+        "--config",
+        str(REPO / "posref" / "jupyter_config" / "shell" / "jupyter_nbconvert_config.py"),
+    ],
+}
+
+
+@pytest.fixture(scope="module", params=sorted(TEMPLATES))
+def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A notebook of every explorer, exported by ``jupyter nbconvert --to html --execute`` with the template
+    ``request.param`` (its own HTML folder's name)."""
+    folder = tmp_path_factory.mktemp(f"export-{request.param}")
     nbformat.write(_notebook(EXPLORERS), folder / "explorers.ipynb")
     env = {
         **os.environ,
@@ -94,7 +107,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "HOME": str(folder),  # nbconvert and the kernel write nothing into the real HOME
     }
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", "explorers.ipynb"],
+        [sys.executable, "-m", "jupyter", "nbconvert", *TEMPLATES[request.param], "--to", "html", "--execute"]
+        + ["explorers.ipynb"],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -153,7 +167,12 @@ def test_the_exported_figures_show_in_a_browser_offline(
         assert loaded and sized and display != "none", (
             f"{alt}: loaded={loaded}, sized={sized}, display={display}"
         )
-    assert requested, "the export asked for no widget scripts: the test did not stand where a reader stands"
+    if exported.parent.name.startswith("export-lab"):
+        assert requested, (
+            "the export asked for no widget scripts: the test did not stand where a reader stands"
+        )
+    else:
+        assert not requested, f"the course's export asked for {requested}"
 
 
 @pytest.mark.browser
