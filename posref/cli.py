@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from posref import i18n
 from posref.lab.checkpoints import add_train_checkpoints
 from posref.lab.tasks import DATA_DIR
 from posref.launch import add_lab, add_update
@@ -26,10 +27,16 @@ def _run_inspect(args: argparse.Namespace) -> int:
         plot_wavelengths,
     )
 
-    name, config = load_config(args.config, args.model)
-    inspection = inspect_rope(config, seq_len=args.seq_len, name=name)
-    plot = None if args.no_plot else plot_wavelengths(inspection, args.plot or default_plot_path(name))
-    print(format_inspection(inspection, plot=plot))
+    with i18n.speaking(args.lang or i18n.get_language()):
+        name, config = load_config(args.config, args.model)
+        inspection = inspect_rope(config, seq_len=args.seq_len, name=name)
+        plot = None
+        if not args.no_plot:
+            from posref.explorers.fonts import use_language_font
+
+            use_language_font()  # a font that draws the report's language in the plot
+            plot = plot_wavelengths(inspection, args.plot or default_plot_path(name))
+        print(format_inspection(inspection, plot=plot))
     return 0
 
 
@@ -53,6 +60,11 @@ def add_inspect(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--plot", help="where to save the PNG (default: <model>-wavelengths.png here)")
     parser.add_argument("--no-plot", action="store_true", help="print the report only")
+    parser.add_argument(
+        "--lang",
+        choices=i18n.LANGUAGES,
+        help="the language of the report and the plot (default: POSREF_LANG, else English)",
+    )
     parser.set_defaults(handler=_run_inspect)
 
 

@@ -10,7 +10,7 @@ ratio ``rho_i = w_i / w'_i`` of plain to scaled frequency (``s`` = the method's 
 * blended: ``1 < rho < s`` (NTK's smooth change, YaRN's / Llama 3's ramp, LongRoPE's searched factors);
 * beyond: ``rho > s`` (LongRoPE may interpolate a pair more than ``s``); faster: ``rho < 1``.
 
-``plot_wavelengths`` draws the wavelength ``2 pi / w`` of every pair before and after, against the original
+``wavelength_figure`` (saved by ``plot_wavelengths``) draws the wavelength ``2 pi / w`` of every pair before and after, against the original
 and the claimed context: pairs whose wavelength exceeds the original context never completed a turn in
 training, which is why they are the ones to interpolate.
 """
@@ -245,32 +245,43 @@ def format_inspection(inspection: Inspection, *, plot: str | Path | None = None)
     return "\n".join(lines)
 
 
-def plot_wavelengths(inspection: Inspection, path: str | Path) -> Path:
-    """Save a PNG of each pair's wavelength before and after scaling (log scale) -> the path written."""
+def wavelength_figure(inspection: Inspection):
+    """A matplotlib ``Figure`` of each pair's wavelength before and after scaling (log scale), against the original
+    and the claimed context, its text in the language posref speaks (``posref.i18n``). A Chinese text needs a font
+    that draws it: ``posref.explorers.fonts.use_language_font()`` before this call (``posref inspect`` does)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    path = Path(path)
     before, after = inspection.wavelengths()
     pairs = range(len(before))
     fig = Figure(figsize=(7.5, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.semilogy(pairs, before.numpy(), "o-", ms=3, label="plain RoPE")
-    ax.semilogy(pairs, after.numpy(), "s-", ms=3, label=f"{inspection.rope.rope_type} (scaled)")
+    ax.semilogy(pairs, before.numpy(), "o-", ms=3, label=_("plain RoPE"))
+    scaled = _("{method} (scaled)").format(method=inspection.rope.rope_type)
+    ax.semilogy(pairs, after.numpy(), "s-", ms=3, label=scaled)
     original = inspection.rope.original_max_position_embeddings
     claimed = inspection.rope.max_position_embeddings
     if original is not None:
-        ax.axhline(original, color="gray", ls="--", lw=1, label=f"original context {original:,}")
+        label = _("original context {tokens:,}").format(tokens=original)
+        ax.axhline(original, color="gray", ls="--", lw=1, label=label)
     if claimed is not None and claimed != original:
-        ax.axhline(claimed, color="black", ls=":", lw=1, label=f"claimed context {claimed:,}")
-    ax.set_xlabel("pair index i (fast -> slow)")
-    ax.set_ylabel("wavelength 2*pi / w_i (tokens)")
-    ax.set_title(f"{inspection.name or inspection.rope.model_type or 'RoPE'}: wavelength per pair")
+        label = _("claimed context {tokens:,}").format(tokens=claimed)
+        ax.axhline(claimed, color="black", ls=":", lw=1, label=label)
+    ax.set_xlabel(_("pair index i (fast -> slow)"))
+    ax.set_ylabel(_("wavelength 2*pi / w_i (tokens)"))
+    name = inspection.name or inspection.rope.model_type or "RoPE"
+    ax.set_title(_("{name}: wavelength per pair").format(name=name))
     ax.legend(fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    return fig
+
+
+def plot_wavelengths(inspection: Inspection, path: str | Path) -> Path:
+    """Save ``wavelength_figure(inspection)`` as a PNG at ``path`` -> the path written."""
+    path = Path(path)
+    wavelength_figure(inspection).savefig(path)
     return path
 
 
@@ -323,4 +334,11 @@ def default_plot_path(name: str) -> Path:
     return Path(re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") + "-wavelengths.png")
 
 
-__all__ = ["Inspection", "format_inspection", "inspect_rope", "load_config", "plot_wavelengths"]
+__all__ = [
+    "Inspection",
+    "format_inspection",
+    "inspect_rope",
+    "load_config",
+    "plot_wavelengths",
+    "wavelength_figure",
+]

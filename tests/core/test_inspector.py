@@ -229,3 +229,60 @@ def test_the_report_speaks_the_students_language_in_aligned_columns(language):
 def test_a_report_note_speaks_the_students_language():
     assert "DeepSeek 把 YaRN 的溫度套用在整個 logit 的 softmax 縮放上" in _report("zh-TW", "DeepSeek-V3")
     assert "RoPE 作用在每个头的 qk_rope_head_dim = 64 个维度上（MLA）" in _report("zh-CN", "DeepSeek-V3")
+
+
+# the English words of the plot that an edition translates (zh-TW keeps "context", as its report does)
+PLOT_ENGLISH = r"\b(plain|scaled|original|claimed|pair|index|fast|slow|wavelength|tokens|per)\b"
+
+
+def _plot_texts(language: str) -> list[str]:
+    """The title, axis labels and legend of Llama 3.1 8B's wavelength plot in ``language``."""
+    import matplotlib
+
+    from posref import i18n
+    from posref.explorers.fonts import use_language_font
+    from posref.inspector import wavelength_figure
+
+    name, config = load_config(DATA, "Llama-3.1-8B")
+    with matplotlib.rc_context(), i18n.speaking(language):
+        use_language_font()
+        ax = wavelength_figure(inspect_rope(config, name=name)).axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    return [ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), *legend]
+
+
+def test_the_english_plot_names_its_curves_and_axes():
+    texts = _plot_texts("en")
+    assert texts[:3] == [
+        "meta-llama/Llama-3.1-8B: wavelength per pair",
+        "pair index i (fast -> slow)",
+        "wavelength 2*pi / w_i (tokens)",
+    ]
+    assert texts[3:] == ["plain RoPE", "llama3 (scaled)", "original context 8,192", "claimed context 131,072"]
+
+
+@pytest.mark.parametrize("language", ["zh-TW", "zh-CN"])
+def test_the_plot_speaks_the_students_language(language):
+    texts = _plot_texts(language)
+    assert len(texts) == 7 and all(re.search(r"[\u4e00-\u9fff]", text) for text in texts), texts
+    assert not re.search(PLOT_ENGLISH, "\n".join(texts)), texts
+    assert "8,192" in texts[5] and "131,072" in texts[6]
+
+
+def test_posref_inspect_lang_speaks_in_the_report_and_the_plot_and_then_no_more(
+    tmp_path, capsys, monkeypatch
+):
+    import matplotlib
+
+    from posref import i18n
+
+    monkeypatch.delenv(i18n.ENV, raising=False)
+    plot = tmp_path / "llama.png"
+    with matplotlib.rc_context():
+        assert (
+            main(["inspect", str(DATA), "--model", "Llama-3.1-8B", "--lang", "zh-CN", "--plot", str(plot)])
+            == 0
+        )
+    out = capsys.readouterr().out
+    assert "上下文窗口：" in out and "llama.png" in out and plot.stat().st_size > 10_000
+    assert i18n.get_language() == "en"
