@@ -6,14 +6,15 @@ readable cases with a fixed seed; hidden mode draws many cases at grading time (
 
 The package shows its three concerns in its folders, over a shared vocabulary at the top:
 
-- ``cases``, ``report``, ``rules`` (and ``rope_cases``): how cases are drawn, how a difference is reported and
-  hinted, which imports a graded cell may not use. Every other part of grading builds on these.
+- ``cases``, ``report``, ``rules``, ``watch`` (and ``rope_cases``): how cases are drawn, how a difference is
+  reported and hinted, which of posref's implementations a graded cell may not use (``rules`` reads the source for
+  the early message, ``watch`` sees what runs). Every other part of grading builds on these.
 - ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` and
   ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
 - ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and
   every speed check, declared one way (a ``SpeedCheck``) in a module named after its notebook's checkers.
 - ``child/``: the score of record's child process (``remote``, ``plain_data``, ``forkserver``, ``processes``,
-  ``scratch``), used by ``autograder/`` only; it lives in posref because the sandbox holds posref alone.
+  ``scratch``, ``rounds``), used by ``autograder/`` only; it lives in posref because the sandbox holds posref alone.
 
 Arrows: ``checks`` and ``speed`` import the shared modules and the posref core (and the lab), never each other
 and never ``child``; ``child`` imports the shared modules and ``speed`` (a timed round runs in the child). Nothing

@@ -1,12 +1,13 @@
 """A hostile class through the real commands (issues 24.4-24.6, 25.1-25.3): `python -m autograder import`,
 `autograde`, `feedback` and `export` as an instructor types them, on one class of the demo assignment.
 
-The class holds correct classmates (alice, bob) graded after every attack, and students who attack what the
-instructor's steps read: their archive entries (paths out of the course, links, damaged entries, a zip bomb, an
+The class holds correct classmates: alice and bob, and zoe, graded after every other student (ids are graded in
+order), and students who attack what the instructor's steps read: their archive entries (paths out of the course, links, damaged entries, a zip bomb, an
 archive inside the archive, names that are not UTF-8, folders where a notebook should be, more than a submission
 may hold), their identity (ids that are not ids, that look like a classmate's, two participants of one name, a
-roster id that is a path), their hand-in time (an uploaded timestamp.txt), nbgrader's markers in their text, and
-what their grading process reports (30,000 errors of cells that do not exist). One class is graded once per
+roster id that is a path), their hand-in time (an uploaded timestamp.txt), nbgrader's markers in their text,
+what their grading process reports (30,000 errors of cells that do not exist), and an answer too deep for Python's
+parser (issue 25.5: its function's points only). One class is graded once per
 module (a few seconds a student); each test reads what the commands left.
 """
 
@@ -34,7 +35,16 @@ pytestmark = [pytest.mark.slow, needs_bwrap]
 
 DUE = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
 ON_TIME = DUE - timedelta(hours=2)
-GRADED = ["alice", "bob", "early", "markers"]  # what reaches a sandbox; everyone else is refused first
+GRADED = [
+    "alice",
+    "bob",
+    "deep",
+    "early",
+    "markers",
+    "zoe",
+]  # what reaches a sandbox; the others are refused first
+# an answer cell too deep for the parser (a 100,000-term sum): its function earns nothing, the rest is graded
+DEEP = PE + "\nTOTAL = " + " + ".join(["1"] * 100_000) + "\n"
 MARKERS = "### BEGIN HIDDEN TESTS\n### BEGIN SOLUTION\n### BEGIN MARK SCHEME\n{{ nbgrader }}\n"
 # the answer cell that rewrites what its grading process reports: 30,000 errors of cells that do not exist
 CHATTY = (
@@ -118,7 +128,9 @@ def hostile_class(tmp_path_factory):
     marked = [nbformat.v4.new_markdown_cell(MARKERS + "my notes, which the feedback must keep")]
     members = [
         (f"alice/{nb}", good),
+        (f"deep/{nb}", _notebook(released, pe=DEEP)),
         (f"markers/{nb}", _notebook(released, pe=CHATTY + "# END HIDDEN TESTS\n", extra=marked)),
+        (f"zoe/{nb}", good),
         ("linker/positions/positions.ipynb", ("link", "../../alice/positions/positions.ipynb")),
         (f"nonutf/{nb}", good),
         ("nonutf/positions/\udcff\udcfe.txt", b"x"),
@@ -356,14 +368,14 @@ def test_autograde_grades_everyone_it_can_and_names_each_student_it_could_not(ho
 def test_correct_classmates_keep_full_marks_in_the_csv_and_the_gradebook(hostile_class):
     course, steps, _ = hostile_class
     rows = _rows(course)
-    for student in ("alice", "bob", "markers"):
+    for student in ("alice", "bob", "markers", "zoe"):
         assert (rows[student]["status"], rows[student]["score"], rows[student]["max_score"]) == (
             "graded",
             "6",
             "6",
         )
     with gradebook_at(course) as gb:
-        for student in ("alice", "bob", "markers"):
+        for student in ("alice", "bob", "markers", "zoe"):
             assert gb.find_submission("positions", student).score == 6
     for student in ("xbytes", "xtime", "xlink", "xfolder", "xbig", "nested", "ghost"):
         assert rows[student]["status"] == "could not grade" and rows[student]["score"] == "", rows[student]
@@ -385,6 +397,23 @@ def test_what_a_grading_process_reports_is_bounded_and_refused_for_cells_that_do
         "the grading process reported errors for 30000 cell(s) it was never sent: not recorded"
     ]
     assert nb["score"] == 6  # what it earned: its functions are correct
+
+
+def test_an_answer_too_deep_to_parse_costs_its_function_only_and_the_classmate_after_keeps_full_marks(
+    hostile_class,
+):
+    """Issue 25.5 through the commands: deep's sinusoidal_pe cell holds a 100,000-term sum; it is graded (not "could
+    not grade"), loses test_sinusoidal_pe's 2 points with the reason, keeps apply_rope's 4; zoe, graded after
+    every other student, keeps 6."""
+    course, _, _ = hostile_class
+    rows = _rows(course)
+    assert (rows["deep"]["status"], rows["deep"]["score"]) == ("graded", "4"), rows["deep"]
+    (nb,) = json.loads((course / "records" / "positions" / "deep.json").read_text())["notebooks"]
+    cells = {c["grade_id"]: c for c in nb["cells"]}
+    assert cells["test_sinusoidal_pe"]["score"] == 0
+    assert "cannot be read by the grader" in cells["test_sinusoidal_pe"]["message"]
+    assert cells["test_apply_rope"]["score"] == 3 and cells["test_apply_rope_speed"]["score"] == 1
+    assert sorted(rows)[-1] == "zoe" and rows["zoe"]["score"] == "6"
 
 
 def test_the_csv_opens_anywhere_and_no_cell_is_a_formula(hostile_class):
