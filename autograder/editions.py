@@ -8,17 +8,25 @@ message. A message's msgid is the block exactly as the source has it (line break
 edition together is replacing each block by its msgstr, and changing one English sentence makes exactly the message
 of its block untranslated (`msgmerge` marks it fuzzy, with the old translation beside it, for the translator).
 
-Code cells are never translated: graded code, test cells and grade ids are identical, byte for byte, in every
-edition, so one gradebook grades a class whose students hand in different editions. An edition's notebook says
-which it is in its metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is
-English. The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
+Graded code is never translated: answer cells, test cells and grade ids are identical, byte for byte, in every
+edition, so one gradebook grades a class whose students hand in different editions. In the other code cells (the
+notebook's demonstrations, figures and runs, which nbgrader neither grades nor restores) a student reads comments
+and the sentences a cell prints or draws: each comment (``# ...``, pragmas such as ``# noqa`` aside), each docstring
+and each string literal given straight to ``print`` or to a figure's text (a title, an axis label, ``label=``) is a
+message, its msgid the literal as the source writes it (quotes, prefix and ``{...}`` fields included), so that the
+edition's cell is the English cell with those literals replaced and nothing else. A string kept in a variable or
+used as a key is never one: the code that reads it stays the English code. An edition's notebook says which it is in its
+metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English. The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
 ``edition_release.py``.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -106,18 +114,118 @@ def translate_markdown(text: str, translate: Callable[[str], str]) -> str:
     )
 
 
+_PRAGMA = re.compile(r"#\s*(noqa|fmt:|type:|pragma|pylint:|ruff:)")
+# calls and keywords whose string argument is text on a figure or a printed line
+_SHOWN_BY = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate", "set_label", "title",
+             "xlabel", "ylabel"}  # fmt: skip
+_SHOWN_AS = {"label", "title"}
+
+
+def is_translated_code(cell) -> bool:
+    """Whether a cell is code whose comments and sentences an edition translates: code nbgrader neither grades nor
+    restores (no ``solution``, ``grade`` or ``locked`` flag in its nbgrader metadata)."""
+    if cell.get("cell_type") != "code":
+        return False
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return not (isinstance(meta, Mapping) and any(meta.get(flag) for flag in ("solution", "grade", "locked")))
+
+
+def _shown_strings(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes a student reads: docstrings, and strings given to a call of ``_SHOWN_BY`` or as
+    a ``_SHOWN_AS`` keyword."""
+    shown = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(
+            node
+        ):
+            shown.add(id(node.body[0].value))
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            args = list(node.args) if name in _SHOWN_BY else []
+            args += [k.value for k in node.keywords if k.arg in _SHOWN_AS]
+            shown.update(id(a) for a in args)
+    return shown
+
+
+def _text_of(node: ast.AST) -> str:
+    """The literal text of a string node (a formatted string's constant parts, its fields as spaces)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    return " ".join(v.value for v in node.values if isinstance(v, ast.Constant))
+
+
+def code_pieces(source: str) -> list[tuple[int, int]]:
+    """The (start, end) character offsets in ``source`` of its messages (see the module's docstring), in order:
+    comments and the string literals a student reads. Source that does not parse has none."""
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return []
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(lineno: int, col: int, in_bytes: bool) -> int:
+        line = lines[lineno - 1] if lineno <= len(lines) else ""
+        column = len(line.encode()[:col].decode(errors="ignore")) if in_bytes else col
+        return starts[lineno - 1] + column
+
+    pieces = [
+        (offset(*tok.start, False), offset(*tok.end, False))
+        for tok in tokens
+        if tok.type == tokenize.COMMENT and _WORD.search(tok.string) and not _PRAGMA.match(tok.string)
+    ]
+    inner = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j) if n is not j}
+    shown = _shown_strings(tree)
+    for node in ast.walk(tree):
+        is_string = isinstance(node, ast.JoinedStr) or (
+            isinstance(node, ast.Constant) and isinstance(node.value, str)
+        )
+        if not is_string or id(node) in inner:
+            continue
+        if id(node) in shown and _WORD.search(_text_of(node)):
+            start = offset(node.lineno, node.col_offset, True)
+            pieces.append((start, offset(node.end_lineno, node.end_col_offset, True)))
+    return sorted(pieces)
+
+
+def code_messages(source: str) -> Iterator[str]:
+    """The messages of one translated code cell's source, in order."""
+    for start, end in code_pieces(source):
+        yield source[start:end]
+
+
+def translate_code(source: str, translate: Callable[[str], str]) -> str:
+    """``source`` with each message replaced by ``translate(message)``; everything else as it was."""
+    out, last = [], 0
+    for start, end in code_pieces(source):
+        out += [source[last:start], translate(source[start:end])]
+        last = end
+    return "".join(out) + source[last:]
+
+
 def notebook_messages(path: Path) -> Iterator[tuple[str, str]]:
-    """(message, occurrence) for every message of a notebook's markdown cells; the occurrence names the cell
-    (`04_rope.ipynb:<cell id>`), which a translator's editor shows beside the message."""
+    """(message, occurrence) for every message of a notebook's markdown cells and translated code cells
+    (``is_translated_code``); the occurrence names the cell (`04_rope.ipynb:<cell id>`), which a translator's editor
+    shows beside the message."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            for message in markdown_messages(cell.source):
-                yield message, f"{path.name}:{cell.get('id', '')}"
+            messages = markdown_messages(cell.source)
+        elif is_translated_code(cell):
+            messages = code_messages(cell.source)
+        else:
+            continue
+        for message in messages:
+            yield message, f"{path.name}:{cell.get('id', '')}"
 
 
-# an inline formula, code span, tag or link target may cross a line break (a block holds no blank line)
-PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|<[^>]*>|\]\(([^)]*)\)", re.DOTALL)
+# an inline formula, code span, tag or link target may cross a line break (a block holds no blank line); a tag
+# starts with a letter, / or ! (a comparison such as `positions < {L}: ... >= {L}` is text)
+PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|<[A-Za-z/!][^>]*>|\]\(([^)]*)\)", re.DOTALL)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
@@ -129,8 +237,40 @@ def protected_parts(text: str) -> list[str]:
     return sorted(parts)
 
 
+def string_literal(text: str) -> ast.AST | None:
+    """The string node ``text`` is when it is exactly one Python string literal (formatted or not; literals
+    concatenated over several lines count as one, as in a call's parentheses), else None."""
+    try:
+        node = ast.parse(f"(\n{text}\n)", mode="eval").body
+    except SyntaxError:
+        return None
+    is_string = isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    return node if is_string else None
+
+
+def _fields(node: ast.AST) -> list[str]:
+    """A formatted string's fields as source (value, conversion and format), sorted; none for a plain string."""
+    if not isinstance(node, ast.JoinedStr):
+        return []
+    return sorted(ast.unparse(ast.JoinedStr([v])) for v in node.values if isinstance(v, ast.FormattedValue))
+
+
 def translation_problems(msgid: str, msgstr: str) -> list[str]:
-    """Why `msgstr` cannot stand for `msgid` (empty when it can): each protected part missing or added."""
+    """Why `msgstr` cannot stand for `msgid` (empty when it can): each protected part missing or added; for a string
+    literal of code, a translation that is not one string literal of the same kind with the same fields; for a
+    comment, one that is not a one-line comment."""
+    english = string_literal(msgid)
+    if english is not None:
+        translated = string_literal(msgstr)
+        if translated is None or type(translated) is not type(english):
+            return [f"not a {type(english).__name__} string literal like the English: {msgstr[:60]!r}"]
+        if _fields(translated) != _fields(english):
+            return [f"its fields {_fields(translated)} are not the English's {_fields(english)}"]
+        msgid, msgstr = _text_of(english), _text_of(translated)
+    elif msgid.startswith("#") and "\n" not in msgid and (not msgstr.startswith("#") or "\n" in msgstr):
+        return [f"a comment's translation must be one line starting with '#': {msgstr[:60]!r}"]
     want, have = protected_parts(msgid), protected_parts(msgstr)
     problems = [f"missing {p!r}" for p in want if want.count(p) > have.count(p)]
     problems += [f"not in the English: {p!r}" for p in have if have.count(p) > want.count(p)]
@@ -149,7 +289,8 @@ def edition_of(nb) -> str:
 def edition_notebook(nb, translations: Mapping[str, str], edition: str):
     """A copy of the English notebook ``nb`` as ``edition``: each markdown message replaced by its translation
     (``translations``: msgid -> msgstr; a message without one stays English) and the spans of ``EDITION_SPANS``
-    by the edition's, code cells as they are, and the edition in the notebook's metadata."""
+    by the edition's, each message of a translated code cell (``is_translated_code``) by its translation, graded
+    code as it is, and the edition in the notebook's metadata."""
     if edition not in EDITIONS:
         raise ValueError(f"no edition {edition!r}: the editions are {', '.join(EDITIONS)}")
     out = copy.deepcopy(nb)
@@ -157,5 +298,7 @@ def edition_notebook(nb, translations: Mapping[str, str], edition: str):
         if cell.cell_type == "markdown":
             text = translate_markdown(cell.source, lambda block: translations.get(block, block))
             cell.source = _SPAN.sub(lambda m: EDITION_SPANS[m.group(0)].format(tag=edition), text)
+        elif is_translated_code(cell):
+            cell.source = translate_code(cell.source, lambda piece: translations.get(piece, piece))
     out.metadata.setdefault("posref", {})["edition"] = edition
     return out

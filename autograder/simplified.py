@@ -27,7 +27,7 @@ from pathlib import Path
 import polib
 
 from autograder.catalogs import LOCALE_DIR
-from autograder.editions import PROTECTED
+from autograder.editions import PROTECTED, string_literal
 
 GLOSSARY = LOCALE_DIR / "glossary.csv"
 OPENCC_CONFIG = "tw2sp"
@@ -84,8 +84,8 @@ def _chinese(char: str) -> bool:
 def convert(zh_tw: str, english: str) -> str:
     """zh-TW text (the translation of ``english``) in zh-CN: the glossary's terms put in first (OpenCC never sees
     them), OpenCC ``tw2sp`` for the rest, and mainland quotation marks (「」 -> “”, 『』 -> ‘’, 〈〉 -> 《》); the protected
-    parts, and the Chinese of ``english`` where it stands alone (the lecture's example tokens, printed as they are by
-    the code), as they are."""
+    parts, the ``{fields}`` of a string literal of code, and the Chinese of ``english`` where it stands alone (the
+    lecture's example tokens, printed as they are by the code), as they are."""
     kept: list[str] = []
 
     def hold(text: str) -> str:
@@ -105,6 +105,8 @@ def convert(zh_tw: str, english: str) -> str:
     examples = sorted(set(_CJK.findall(english)), key=len, reverse=True)
     alone = rf"(?<!{_HAN})(?:{'|'.join(map(re.escape, examples))})(?!{_HAN})"
     holding = PROTECTED.pattern + ("|" + alone if examples else "")
+    if string_literal(english) is not None:  # a string literal of code: its {fields} are code
+        holding += r"|\{[^{}\n]*\}"
     text = re.sub(holding, lambda m: hold(m.group(0)), zh_tw, flags=re.DOTALL)
     text = _opencc().convert(_term_pattern().sub(term, text)).translate(_QUOTES)
     return re.sub(f"[{chr(_MASK)}-{chr(_MASK + 0xFFFD)}]", lambda m: kept[ord(m.group(0)) - _MASK], text)

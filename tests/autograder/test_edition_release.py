@@ -1,10 +1,11 @@
 """The editions' notebooks (autograder/edition_release.py, editions.py): the committed editions/ hold every notebook
-under its English name with the English code byte for byte (what one gradebook needs to grade a class of mixed
-editions), say their edition, hide the answers in the release, and `release --lang` releases an edition beside the
+under its English name with the English graded code byte for byte and the English code elsewhere, its sentences
+translated (what one gradebook needs to grade a class of mixed editions), say their edition, hide the answers in the release, and `release --lang` releases an edition beside the
 English one, which alone enters the gradebook."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -16,7 +17,15 @@ import pytest
 from autograder.catalogs import START_PAGE, source_notebooks
 from autograder.course import REPO
 from autograder.edition_release import EDITIONS_DIR
-from autograder.editions import EDITION_SPANS, EDITIONS, ENGLISH, TEXT_STUB, edition_notebook, edition_of
+from autograder.editions import (
+    EDITION_SPANS,
+    EDITIONS,
+    ENGLISH,
+    TEXT_STUB,
+    edition_notebook,
+    edition_of,
+    is_translated_code,
+)
 
 NOTEBOOKS = source_notebooks()
 
@@ -61,15 +70,18 @@ def test_a_notebook_says_its_edition_and_anything_else_is_english(metadata, edit
     assert edition_of("not a notebook") == ENGLISH and edition_of(None) == ENGLISH
 
 
-def test_an_edition_notebook_translates_markdown_only():
+def test_an_edition_notebook_translates_markdown_and_what_code_cells_say_but_no_graded_code():
     nb = nbformat.v4.new_notebook()
+    graded = {"nbgrader": {"grade_id": "test_order", "grade": True, "locked": True, "points": 1}}
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Order\n\n$$x$$\n\nKept in English."),
-        nbformat.v4.new_code_cell("# Order\nprint('Order')"),
+        nbformat.v4.new_code_cell("# Order\nprint('Order')\nkey = 'Order'"),
+        nbformat.v4.new_code_cell("# Order\nprint('Order')", metadata=graded),
     ]
-    out = edition_notebook(nb, {"# Order": "# 順序"}, "zh-TW")
+    out = edition_notebook(nb, {"# Order": "# 順序", "'Order'": "'順序'"}, "zh-TW")
     assert out.cells[0].source == "# 順序\n\n$$x$$\n\nKept in English."
-    assert out.cells[1] == nb.cells[1] and out.metadata["posref"]["edition"] == "zh-TW"
+    assert out.cells[1].source == "# 順序\nprint('順序')\nkey = 'Order'"
+    assert out.cells[2] == nb.cells[2] and out.metadata["posref"]["edition"] == "zh-TW"
     assert "posref" not in nb.metadata  # the English notebook is not changed
     with pytest.raises(ValueError, match="no edition 'fr': the editions are zh-TW, zh-CN"):
         edition_notebook(nb, {}, "fr")
@@ -90,20 +102,45 @@ def test_an_editions_start_page_sends_its_student_to_the_editions_folder_and_com
             assert theirs.format(tag=edition) in text and span not in text, span
 
 
+class _Unworded(ast.NodeTransformer):
+    """A tree with every string constant emptied and a formatted string reduced to its fields (in any order: a
+    translation may put them elsewhere in the sentence): what code does, whatever its sentences say."""
+
+    def visit_Constant(self, node):
+        return ast.Constant("") if isinstance(node.value, str) else node
+
+    def visit_JoinedStr(self, node):
+        fields = [self.visit(v) for v in node.values if isinstance(v, ast.FormattedValue)]
+        return ast.JoinedStr(sorted(fields, key=ast.dump))
+
+
+def _code_without_words(source: str) -> str:
+    return ast.dump(_Unworded().visit(ast.parse(source)))
+
+
 @pytest.mark.parametrize("kind", ["solutions", "notebooks"])
 @pytest.mark.parametrize("edition", list(EDITIONS))
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
-def test_an_editions_code_is_the_english_code_byte_for_byte(name, edition, kind):
-    """Same file name, same cells in the same order (ids, types, nbgrader metadata: grade ids and points), every code
-    cell identical in the committed JSON; only markdown differs (and a written answer's checksum, which nbgrader
-    computes from the edition's stub in the release), and the notebook says its edition."""
+def test_an_editions_code_is_the_english_code(name, edition, kind):
+    """Same file name, same cells in the same order (ids, types, nbgrader metadata: grade ids and points), every
+    graded code cell (answers, tests) identical in the committed JSON; the other code cells the same code as the
+    English, only their comments and string literals may differ (translated), their metadata and outputs the same;
+    markdown differs (and a written answer's checksum, which nbgrader computes from the edition's stub in the
+    release), and the notebook says its edition."""
     english = REPO / kind / _relative(name)
     path = EDITIONS_DIR / edition / kind / _relative(name)
     ours, theirs = _cells(path), _cells(english)
     assert [(c["id"], c["cell_type"]) for c in ours] == [(c["id"], c["cell_type"]) for c in theirs]
     for mine, source in zip(ours, theirs, strict=True):
-        if source["cell_type"] == "code":
-            assert mine == source, f"{path}: code cell {source['id']} differs from the English"
+        if source["cell_type"] == "code" and not is_translated_code(source):
+            assert mine == source, f"{path}: graded code cell {source['id']} differs from the English"
+        elif source["cell_type"] == "code":
+            code = ("".join(c["source"]) for c in (mine, source))
+            assert _code_without_words(next(code)) == _code_without_words(next(code)), (
+                f"{path}: code cell {source['id']} does not run the English code"
+            )
+            rest = [{k: v for k, v in c.items() if k != "source"} for c in (mine, source)]
+            assert rest[0] == rest[1], f"{path}: code cell {source['id']}: metadata or outputs differ"
         else:
             grading = {k: v for k, v in source["metadata"].get("nbgrader", {}).items() if k != "checksum"}
             assert {
@@ -160,5 +197,5 @@ def test_release_lang_releases_the_edition_and_enters_only_the_english_in_the_gr
     assert _cells(tmp_path / "release" / relative) == _cells(REPO / "notebooks" / relative)
     with Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}", "posref") as gb:
         sources = [c.source for c in gb.find_notebook("01_order", "01_order").source_cells]
-    # the written answers' cells as the English release has them (the code cells are the same in both)
+    # the written answers' cells as the English release has them (the graded code is the same in both)
     assert sources.count("YOUR ANSWER HERE") == 2 and not any(TEXT_STUB["zh-TW"] in s for s in sources)

@@ -1,11 +1,19 @@
-"""The message split of a notebook's markdown and what a translation must keep (autograder/editions.py)."""
+"""The messages of a notebook's markdown and of its code cells, and what a translation must keep
+(autograder/editions.py)."""
 
 from __future__ import annotations
 
+import ast
+
+import nbformat
+
 from autograder.editions import (
+    code_messages,
+    is_translated_code,
     markdown_messages,
     protected_parts,
     split_blocks,
+    translate_code,
     translate_markdown,
     translation_problems,
 )
@@ -87,3 +95,82 @@ def test_a_translation_keeps_numbers_links_and_tags():
         "missing 'https://arxiv.org/abs/2104.09864'",
         "not in the English: 'https://arxiv.org'",
     ]
+
+
+CODE = '''# the loss at each position  (a comment)
+import torch  # noqa: F401
+LABELS = {"rope": "RoPE (no scaling)"}  # a key and a value: code reads them
+
+
+def spread(x):
+    """Largest spread of x."""
+    return x.max() - x.min()
+
+
+name = "per_position"
+fig_title = "kept in a variable"
+print(f"{name:12s}: spread {spread(torch.arange(3.0)):.3g} over 3 values", LABELS["rope"])
+ax.set_xlabel("position")
+ax.plot([1], label="one sample")
+ax.legend(loc="upper left")
+print("not " "joined")
+'''
+
+
+def test_code_messages_are_comments_docstrings_and_the_strings_a_student_reads():
+    assert list(code_messages(CODE)) == [
+        "# the loss at each position  (a comment)",
+        "# a key and a value: code reads them",
+        '"""Largest spread of x."""',
+        'f"{name:12s}: spread {spread(torch.arange(3.0)):.3g} over 3 values"',
+        '"position"',
+        '"one sample"',
+        '"not " "joined"',
+    ]
+
+
+def test_translating_code_changes_its_messages_and_nothing_else():
+    said = {m: m.replace("position", "位置").replace("# ", "# 中文 ") for m in code_messages(CODE)}
+    out = translate_code(CODE, lambda m: said[m])
+    assert "# 中文 the loss at each 位置" in out and 'ax.set_xlabel("位置")' in out
+    assert "# noqa: F401" in out and '"upper left"' in out and '"kept in a variable"' in out
+
+    def strings_out(node):  # the tree with every string literal the same: what the code does
+        return ast.dump(ast.parse(node)).replace("位置", "position")
+
+    assert strings_out(out) == ast.dump(ast.parse(CODE))
+    assert translate_code("def broken(:\n    # a comment", str.upper) == "def broken(:\n    # a comment"
+
+
+def test_graded_cells_are_never_translated():
+    cell = nbformat.v4.new_code_cell("print('a sentence')  # a comment")
+    assert is_translated_code(cell)
+    for flags in ({"solution": True}, {"grade": True, "locked": True}, {"locked": True}):
+        cell.metadata["nbgrader"] = {"grade_id": "x", **flags}
+        assert not is_translated_code(cell)
+    assert not is_translated_code(nbformat.v4.new_markdown_cell("text"))
+
+
+def test_a_code_translation_keeps_its_literal_kind_fields_and_numbers():
+    english = 'f"{name:12s}: loss {loss:.3f} at T = 64"'
+    assert translation_problems(english, 'f"{name:12s}：在 T = 64 時 loss 為 {loss:.3f}"') == []
+    assert translation_problems(english, 'f"{name:12s}: loss {loss:.4f} at T = 64"') == [
+        "its fields [\"f'{loss:.4f}'\", \"f'{name:12s}'\"] are not the English's "
+        "[\"f'{loss:.3f}'\", \"f'{name:12s}'\"]"
+    ]
+    assert translation_problems(english, '"{name:12s}: loss {loss:.3f} at T = 64"')[0].startswith(
+        "not a JoinedStr"
+    )
+    assert translation_problems(english, 'f"{name:12s}: loss {loss:.3f} at T = 64')[0].startswith(
+        "not a JoinedStr"
+    )
+    assert translation_problems(english, 'f"{name:12s}：loss {loss:.3f}"') == ["missing '64'"]
+    assert translation_problems('"position"', '"位置"') == []
+    two_lines = 'f"{a:.3f} and "\n        f"{b:.1e} done"'
+    assert translation_problems(two_lines, 'f"{a:.3f} 和 "\n        f"{b:.1e} 完成"') == []
+    assert translation_problems(two_lines, 'f"{a:.3f} 和 "\n        f"{b:.2e} 完成"')[0].startswith(
+        "its fields"
+    )
+    assert translation_problems("# a comment", "# 註解") == []
+    assert translation_problems("# a comment", "註解")[0].startswith("a comment's translation")
+    assert translation_problems("# a comment", "# 註解\nx = 1")[0].startswith("a comment's translation")
