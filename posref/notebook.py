@@ -8,7 +8,8 @@
 * ``POSREF_RETRAIN=1``: notebook 06 trains its six models instead of loading them (never while grading).
 
 A flag is on for ``1``, ``true``, ``yes`` or ``on`` (any case), off when unset or empty. A notebook's first
-cell calls ``setup()``. A cell that needs an exercise's result wraps its body in ``with uses("Exercise N"):``.
+cell calls ``setup()`` (01-05 read the flags and call ``use_edition_font()`` themselves). A cell that needs an
+exercise's result wraps its body in ``with uses("Exercise N"):``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 import torch
 
 from posref._env import flag as _flag
-from posref.i18n import _, fill
+from posref.i18n import _, fill, get_language
 
 
 def fast() -> bool:
@@ -55,13 +56,26 @@ def setup(*, seed: int = 0) -> tuple[str, bool, bool]:
     """Prepare a notebook's process and return ``(device, FAST, GRADING)``.
 
     ``device`` is ``"cuda"`` when torch sees a GPU, else ``"cpu"``, where torch then uses ``threads()``
-    threads. Torch's global generator is seeded with ``seed``, so the notebook's random draws repeat.
+    threads. Torch's global generator is seeded with ``seed``, so the notebook's random draws repeat. In a
+    Chinese edition matplotlib gets a font that draws it (``use_edition_font``).
     """
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         torch.set_num_threads(threads())
     torch.manual_seed(seed)
+    use_edition_font()
     return device, fast(), grading()
+
+
+def use_edition_font() -> str | None:
+    """In a Chinese edition (``posref.i18n``: ``POSREF_LANG``), give matplotlib a font that draws its characters,
+    for the figures a notebook's own cells draw with translated titles (the explorers pick theirs) -> the font's
+    name; None in English (matplotlib is left alone). See ``posref.explorers.fonts.use_language_font``."""
+    if get_language() == "en":
+        return None
+    from posref.explorers.fonts import use_language_font
+
+    return use_language_font()
 
 
 class ExerciseNotDone(RuntimeError):

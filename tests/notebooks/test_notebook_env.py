@@ -68,6 +68,20 @@ def test_setup_returns_the_device_and_flags_seeds_torch_and_sets_cpu_threads(mon
     assert not torch.equal(torch.rand(4), first)
 
 
+@pytest.mark.parametrize("language, picked", [("en", False), ("zh-TW", True), ("zh-CN", True)])
+def test_setup_gives_matplotlib_a_font_for_a_chinese_editions_own_figures(monkeypatch, language, picked):
+    """An edition's notebook draws figures of its own (plain matplotlib) with translated titles: setup() picks a
+    font that draws them, as the explorers do; in English it leaves matplotlib alone."""
+    from posref import i18n
+    from posref.explorers import fonts
+
+    asked = []
+    monkeypatch.setattr(fonts, "use_language_font", lambda: asked.append(i18n.get_language()))
+    with i18n.speaking(language):
+        notebook.setup()
+    assert asked == ([language] if picked else [])
+
+
 def test_importing_posref_changes_no_environment_variable():
     # a fresh interpreter: every posref module imported, then the environment compared with the one before
     code = (
