@@ -130,22 +130,24 @@ def is_translated_code(cell) -> bool:
     return not (isinstance(meta, Mapping) and any(meta.get(flag) for flag in ("solution", "grade", "locked")))
 
 
-def _shown_strings(tree: ast.AST) -> set[int]:
-    """The ids of the string nodes a student reads: docstrings, and strings given to a call of ``_SHOWN_BY`` or as
-    a ``_SHOWN_AS`` keyword."""
-    shown = set()
+def _shown(tree: ast.AST) -> Iterator[ast.AST]:
+    """The expressions a student reads: docstrings, and what is given to a call of ``_SHOWN_BY`` or as a
+    ``_SHOWN_AS`` keyword."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(
             node
         ):
-            shown.add(id(node.body[0].value))
+            yield node.body[0].value
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            args = list(node.args) if name in _SHOWN_BY else []
-            args += [k.value for k in node.keywords if k.arg in _SHOWN_AS]
-            shown.update(id(a) for a in args)
-    return shown
+            yield from node.args if name in _SHOWN_BY else []
+            yield from (k.value for k in node.keywords if k.arg in _SHOWN_AS)
+
+
+def _is_string(node: ast.AST) -> bool:
+    """Whether ``node`` is a string literal, formatted or not."""
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
 def _text_of(node: ast.AST) -> str:
@@ -178,17 +180,11 @@ def code_pieces(source: str) -> list[tuple[int, int]]:
         for tok in tokens
         if tok.type == tokenize.COMMENT and _WORD.search(tok.string) and not _PRAGMA.match(tok.string)
     ]
-    inner = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j) if n is not j}
-    shown = _shown_strings(tree)
-    for node in ast.walk(tree):
-        is_string = isinstance(node, ast.JoinedStr) or (
-            isinstance(node, ast.Constant) and isinstance(node.value, str)
-        )
-        if not is_string or id(node) in inner:
-            continue
-        if id(node) in shown and _WORD.search(_text_of(node)):
-            start = offset(node.lineno, node.col_offset, True)
-            pieces.append((start, offset(node.end_lineno, node.end_col_offset, True)))
+    pieces += [
+        (offset(node.lineno, node.col_offset, True), offset(node.end_lineno, node.end_col_offset, True))
+        for node in _shown(tree)
+        if _is_string(node) and _WORD.search(_text_of(node))
+    ]
     return sorted(pieces)
 
 
@@ -244,10 +240,7 @@ def string_literal(text: str) -> ast.AST | None:
         node = ast.parse(f"(\n{text}\n)", mode="eval").body
     except SyntaxError:
         return None
-    is_string = isinstance(node, ast.JoinedStr) or (
-        isinstance(node, ast.Constant) and isinstance(node.value, str)
-    )
-    return node if is_string else None
+    return node if _is_string(node) else None
 
 
 def _fields(node: ast.AST) -> list[str]:
