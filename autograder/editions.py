@@ -15,8 +15,9 @@ and the sentences a cell prints or draws: each comment (``# ...``, pragmas such 
 and each string literal given straight to ``print`` or to a figure's text (a title, an axis label, ``label=``) is a
 message, its msgid the literal as the source writes it (quotes, prefix and ``{...}`` fields included), so that the
 edition's cell is the English cell with those literals replaced and nothing else. A string kept in a variable or
-used as a key is never one: the code that reads it stays the English code. An edition's notebook says which it is in its
-metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English. The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
+used as a key is never one: the code that reads it stays the English code. An edition's notebook says which it is
+in its metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English.
+The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
 ``edition_release.py``.
 """
 

@@ -10,9 +10,9 @@ ratio ``rho_i = w_i / w'_i`` of plain to scaled frequency (``s`` = the method's 
 * blended: ``1 < rho < s`` (NTK's smooth change, YaRN's / Llama 3's ramp, LongRoPE's searched factors);
 * beyond: ``rho > s`` (LongRoPE may interpolate a pair more than ``s``); faster: ``rho < 1``.
 
-``wavelength_figure`` (saved by ``plot_wavelengths``) draws the wavelength ``2 pi / w`` of every pair before and after, against the original
-and the claimed context: pairs whose wavelength exceeds the original context never completed a turn in
-training, which is why they are the ones to interpolate.
+``wavelength_figure`` (saved by ``plot_wavelengths``) draws the wavelength ``2 pi / w`` of every pair before and
+after, against the original and the claimed context: pairs whose wavelength exceeds the original context never
+completed a turn in training, which is why they are the ones to interpolate.
 """
 
 from __future__ import annotations

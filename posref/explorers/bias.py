@@ -1,7 +1,7 @@
 """Notebook 03's explorer: ALiBi and T5 biases by head, as heatmaps over query x key positions.
 
-ALiBi (Press et al. 2021, arXiv 2108.12409) adds ``-s_h |m - n|`` (query ``m``, key ``n``) with a fixed slope ``s_h`` per head; T5 (Raffel et
-al. 2019, arXiv 1910.10683) adds a learned value per bucket of ``n - m``. The T5 table drawn here is
+ALiBi (Press et al. 2021, arXiv 2108.12409) adds ``-s_h |m - n|`` (query ``m``, key ``n``) with a fixed slope
+``s_h`` per head; T5 (Raffel et al. 2019, arXiv 1910.10683) adds a learned value per bucket of ``n - m``. The T5 table drawn here is
 illustrative (``t5_illustrative_table``), not learned. The figure is built once by the explorer and updated in
 place when the head slider moves.
 """

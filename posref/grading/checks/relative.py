@@ -47,7 +47,8 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor], *, hidden: bool = Fals
 
 @enforce_rules
 def check_alibi_bias(fn: Callable[..., torch.Tensor], *, hidden: bool = False, device=None) -> None:
-    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-s_h |m - n|`` (query ``m``, key ``n``).
+    """``fn(slopes, q_positions, k_positions)`` -> ``(H, Tq, Tk)`` equals ``posref.alibi_bias``: ``-s_h |m - n|``
+    (query ``m``, key ``n``).
 
     Hidden cases: as many queries as keys and fewer (a KV-cache step), positions from 0 and from an offset, float32
     and float64 slopes, each at least once in 20."""
