@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.course import REPO
+from autograder.course import REPO, private_folder
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler
 
@@ -26,10 +27,14 @@ CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler
 def dask_client(scheduler: str | None, workers: int):
     """A ``distributed.Client`` on the scheduler at ``scheduler``, or on a local cluster of ``workers`` worker
     processes started for the block and stopped after it."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler is None:
         with (
+            # the scheduler's and workers' scratch: not Dask's default $TMPDIR/dask-scratch-space, which belongs
+            # to whoever graded first on this machine
+            dask.config.set({"temporary-directory": str(private_folder("dask"))}),
             LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
                 dashboard_address=None, silence_logs=logging.ERROR,
@@ -57,11 +62,14 @@ class LoopbackCluster:
 
     def __init__(self, workers: int = 2, *, start_timeout: float = 120.0) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="posref-dask-"))
+        # Dask's scratch in this private folder, not in $TMPDIR/dask-scratch-space (whoever graded first owns it)
+        self.env = dict(os.environ, DASK_TEMPORARY_DIRECTORY=str(self.folder))
         file = self.folder / "scheduler.json"
         self.scheduler = subprocess.Popen(
             [*_python("distributed.cli.dask_scheduler"), "--host", "127.0.0.1", "--port", "0",
              "--no-dashboard", "--scheduler-file", str(file)],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(self.folder / "scheduler.log", "w"),  # noqa: SIM115
+            cwd=REPO, env=self.env, stdout=subprocess.DEVNULL,
+            stderr=open(self.folder / "scheduler.log", "w"),  # noqa: SIM115
         )  # fmt: skip
         self.workers: dict[str, subprocess.Popen] = {}
         deadline = time.monotonic() + start_timeout
@@ -82,7 +90,8 @@ class LoopbackCluster:
         self.workers[name] = subprocess.Popen(
             [*_python("distributed.cli.dask_worker"), self.address, "--name", name, "--nthreads", "1",
              "--no-nanny", "--no-dashboard"],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(self.folder / f"{name}.log", "w"),  # noqa: SIM115
+            cwd=REPO, env=self.env, stdout=subprocess.DEVNULL,
+            stderr=open(self.folder / f"{name}.log", "w"),  # noqa: SIM115
         )  # fmt: skip
 
     def wait_for_workers(self, n: int, timeout: float) -> None:

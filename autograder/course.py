@@ -3,16 +3,19 @@
 Everything is read when called, never at import: ``POSREF_COURSE_DIR`` (the course folder, default
 ``~/posref-course``: submissions, gradebook, feedback, records, CSV), ``POSREF_SOURCE_DIR`` (the source
 directory, default ``solutions``) and ``POSREF_RELEASE_DIR`` (read by ``nbgrader_config.py``) may change
-between calls (the demo and the benchmark point them at their own course). Importing this module changes
-nothing in the process environment.
+between calls (the demo and the benchmark point them at their own course); ``POSREF_GROUPSHARED=1`` shares the
+course with its other graders, a Unix group (``groupshared``). Importing this module changes nothing in the
+process environment.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import sys
+import tempfile
 import unicodedata
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -28,10 +31,82 @@ NOTEBOOK_TIMEOUT = 600.0
 
 
 def course_dir() -> Path:
-    """The course folder (``$POSREF_COURSE_DIR``, default ``~/posref-course``), created on first use."""
+    """The course folder (``$POSREF_COURSE_DIR``, default ``~/posref-course``), created on first use
+    (``open_course_folder``)."""
     path = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    open_course_folder(path)
     return path
+
+
+def groupshared() -> bool:
+    """Whether the course is shared with its other graders (``POSREF_GROUPSHARED=1``): nbgrader's
+    ``CourseDirectory.groupshared``, which ``nbgrader_config.py`` sets from the same variable."""
+    return os.environ.get("POSREF_GROUPSHARED") == "1"
+
+
+def open_course_folder(path: Path) -> None:
+    """The course folder ``path`` made if it is missing, and this process's files in it given the modes nbgrader's
+    permissions settings intend. By default the folder is made 0750 (the owner's group may read, nobody else: it
+    holds every student's work and grades). With ``groupshared()``, as nbgrader's ``groupshared``: the folder is
+    2770 (the group may write; the set-group-ID bit gives every file and folder made inside the folder's group)
+    and this process's umask lets the group write what it makes (nbgrader itself writes its notebooks 664), so
+    that another grader of the group can grade, write feedback and export after this one."""
+    shared = groupshared()
+    if shared:
+        mask = os.umask(0)
+        os.umask(mask & ~0o070)
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o2770 if shared else 0o750)
+    elif shared:
+        share_with_group(path, 0o2770)
+
+
+def share_with_group(path: Path, bits: int) -> None:
+    """``path`` given the mode bits ``bits`` too, where it lacks them and is this user's own (another grader's
+    file is theirs to open up)."""
+    info = path.stat()
+    if info.st_mode & bits != bits and info.st_uid == os.geteuid():
+        os.chmod(path, stat.S_IMODE(info.st_mode) | bits)
+
+
+def private_folder(name: str) -> Path:
+    """``<temporary folder>/posref-<uid>/<name>``: a folder of this user's own, kept across runs, in a temporary
+    folder that every user of the machine shares (``/tmp``): what one grader keeps there (a lock, Dask's scratch)
+    never blocks another grader, nor is read by one. Made 0700 on first use; a RuntimeError where it exists and is
+    not this user's own, closed to others (someone else made it first: a folder another user can write could hand
+    this process a file or link of their choosing)."""
+    owner = Path(tempfile.gettempdir()) / f"posref-{os.geteuid()}"
+    folder = owner / name
+    for path in (owner, folder):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise RuntimeError(
+                f"{path} is not this user's own private folder (uid {info.st_uid}, mode "
+                f"{stat.filemode(info.st_mode)}; expected a folder of uid {os.geteuid()}, mode drwx------): "
+                "remove it, or set TMPDIR to a folder of your own"
+            )
+    return folder
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """``path`` holds ``data``, written beside it and renamed over it, so that a reader never sees half a file.
+    The file keeps the mode it had (nbgrader makes an autograded notebook read-only, 0444: rewriting it in
+    place failed for every user but root); a new file gets the umask's. Needs write access to the folder only."""
+    new = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if path.exists():
+            os.chmod(new, stat.S_IMODE(path.stat().st_mode))
+        os.replace(new, path)
+    finally:
+        new.unlink(missing_ok=True)
 
 
 # A student id is a folder name under submitted/, autograded/ and feedback/, a gradebook key, a CSV field and a word
@@ -119,6 +194,8 @@ def gradebook():
 
     with tools_on_path():
         book = Gradebook(gradebook_url())
+    if groupshared():  # SQLite makes the file 0644 whatever the umask: the group's graders write it too
+        share_with_group(course_dir() / "gradebook.db", 0o060)
     with book:
         yield book
 

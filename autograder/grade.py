@@ -30,8 +30,6 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 
-import nbformat
-
 from autograder import gradebook, late, stand_in
 from autograder.cluster import dask_client
 from autograder.course import (
@@ -184,7 +182,7 @@ def _stood_in(assignment: str, student: str, record: dict, autograded: Path, nb_
     reasons = stand_in.refusal(submitted, log)
     nb = stand_in.stand_in(submitted, source, reasons, record.get("edition", ""))
     autograded.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, autograded)
+    gradebook.write_notebook(nb, autograded)
     record["problems"].append(
         f"{REFUSED} ({'; '.join(reasons)}): the formgrader's page of it says so, the student's cells shown with "
         "the assignment's nbgrader metadata"

@@ -67,4 +67,11 @@ def write_scores(assignment: str, student: str, notebook: str, record: dict, aut
                 score = header.format(score=f"{result['score']:g}", points=f"{result['points']:g}")
                 text = f"{score}\n{result['message']}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
-        nbformat.write(nb, autograded)
+        write_notebook(nb, autograded)
+
+
+def write_notebook(nb, path: Path) -> None:
+    """``nb`` into the course's notebook ``path`` as ``nbformat.write`` writes it, replacing the file whole, its
+    mode kept (``course.replace_file``: nbgrader leaves an autograded notebook read-only)."""
+    text = nbformat.writes(nb)
+    course.replace_file(path, (text if text.endswith("\n") else text + "\n").encode())

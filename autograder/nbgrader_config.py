@@ -73,11 +73,16 @@ REPO = Path(__file__).resolve().parent.parent
 # for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.late)
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
+from autograder.course import groupshared, open_course_folder  # noqa: E402
 from autograder.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
 from posref_jupyter.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
-COURSE.mkdir(parents=True, exist_ok=True)
+# A course graded by several people, each their own user in one Unix group: POSREF_GROUPSHARED=1 makes what
+# nbgrader writes group-writable (its notebooks 664 instead of 444, its folders g+rws), and what the course's own
+# commands write too (autograder/course.py, open_course_folder); the course folder is made 2770 then, else 0750.
+c.CourseDirectory.groupshared = groupshared()
+open_course_folder(COURSE)
 
 c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = os.environ.get("POSREF_SOURCE_DIR", "solutions")

@@ -7,14 +7,16 @@ course folder (no gradebook, no other student, no records) and writes nothing bu
 removed after each student; the instructor's process writes the gradebook, the records and the notebooks.
 
 A worker process keeps one ``Sandbox`` with its own unprivileged uid (when root: 62001, 62002, … taken with a
-lock file in the temporary folder, so that every worker process on a machine has its own, however they were
-started; its speed checks' reference child runs as that uid + 1000) and one scratch folder for its whole life
+lock file in root's own private temporary folder, ``course.private_folder``, so that every worker process of root's
+on a machine has its own, however they were started; its speed checks' reference child runs as that uid + 1000;
+a worker of an ordinary user takes none: its children run as that user) and one scratch folder for its whole life
 (the sandbox's per-worker state, reference children included, lives as long as the process).
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
 import socket
 import tempfile
 import time
@@ -22,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
+from autograder.course import private_folder
 from autograder.record import Record, grade_notebook
 from autograder.sandbox import Sandbox
 from posref.grading.child.plain_data import student_text
@@ -39,8 +42,7 @@ _UID_LOCK = None  # the open lock file of this process's uid, held until it exit
 def _free_uid() -> int:
     """An unprivileged uid that no other grading process on this machine holds (a lock file per uid)."""
     global _UID_LOCK
-    folder = Path(tempfile.gettempdir()) / "posref-grader-uids"
-    folder.mkdir(exist_ok=True)
+    folder = private_folder("grader-uids")  # a folder in /tmp that anyone made first could block or trap root
     for k in range(1, MAX_UIDS):
         lock = open(folder / f"{k}.lock", "w")  # noqa: SIM115 (held open for the life of the process)
         try:
@@ -57,7 +59,8 @@ def _sandbox() -> tuple[Sandbox, Path]:
     """This process's sandbox and scratch folder, made on first use."""
     global _SANDBOX
     if _SANDBOX is None:
-        _SANDBOX = Sandbox(uid=_free_uid()), Path(tempfile.mkdtemp(prefix="posref-worker-"))
+        sandbox = Sandbox(uid=_free_uid()) if os.geteuid() == 0 else Sandbox()
+        _SANDBOX = sandbox, Path(tempfile.mkdtemp(prefix="posref-worker-"))
     return _SANDBOX
 
 
