@@ -2,9 +2,9 @@
 
 ``first_difference`` is the loop every checker shares: for each drawn ``Case`` it calls the reference and the student's
 function on private copies of the arguments, compares (shape, dtype, device, then values within a tolerance),
-and on the first difference raises ``CheckFailed`` naming the case, a few expected and obtained numbers, the
-largest error and where it is, and a hint when the student's output equals a known-wrong variant (the variant
-is computed and compared, never guessed).
+and on the first difference (one in dtype alone only when no case differs in its values) raises ``CheckFailed``
+naming the case, a few expected and obtained numbers, the largest error and where it is, and a hint when the
+student's output equals a known-wrong variant (the variant is computed and compared, never guessed).
 
 The comparison is written with plain tensor arithmetic (no ``torch.testing``) so that it does not depend on
 helpers a notebook could replace.
@@ -420,7 +420,12 @@ def first_difference(
             value where the largest error is.
         error_hint: ``error_hint(case, err)`` -> the hint for the error the student's function raised on that case
             (a known mistake that raises, e.g. indexing the batch dimension), or None.
+
+    A case whose values are right in the wrong dtype is reported only when no later case has wrong values: a
+    function with two mistakes is told the one in its numbers first (often a named one, with its hint), whichever
+    case the draw put first.
     """
+    wrong_dtype: str | None = None  # the message for the first case right but for its dtype
     for i, case in enumerate(cases):
         expected = call(reference, case)
         args, kwargs = private_copy(case.args), private_copy(case.kwargs)
@@ -468,6 +473,9 @@ def first_difference(
                 ).format(changed=changed)
             )
         message = _header(name, case, i, len(cases), seed) + "\n  " + problem
+        if changed is None and match_dtype and _values_agree(expected, got, alternatives, tol):
+            wrong_dtype = wrong_dtype or message
+            continue
         if changed is not None:
             message += "\n  " + _("(your function also changed its input in place: {changed})").format(
                 changed=changed
@@ -490,6 +498,13 @@ def first_difference(
         if hints:
             message += "\n  " + _("hint: {hint}").format(hint=hints[0])
         raise CheckFailed(message)
+    if wrong_dtype is not None:
+        raise CheckFailed(wrong_dtype)
+
+
+def _values_agree(expected: Any, got: Any, accept: Sequence[Any], tol: dict[str, float | None]) -> bool:
+    """Whether ``got`` holds the expected values (shape and device too) in whatever dtype."""
+    return difference(expected, got, match_dtype=False, accept=accept, **tol) is None
 
 
 def _explaining(mistakes: Mapping[str, Callable[..., Any]], case: Case, expected: Any, got: Any) -> list[str]:

@@ -81,6 +81,39 @@ def test_a_case_that_fits_several_mistakes_is_settled_by_the_later_cases():
     assert "hint: negated" in str(failure.value)
 
 
+def test_a_case_right_but_for_its_dtype_is_reported_after_a_case_with_wrong_values():
+    # squaring in float64: on the first case (0 and 2) only the dtype is wrong, on the second the values are, and
+    # that is the mistake to tell first, with its hint (02's table read at arange(T) in the table's dtype lost its
+    # hint to a dtype complaint whenever the draw put an x in half precision and positions from 0 first)
+    cases = [Case((torch.tensor([0.0, 2.0]),)), Case((torch.arange(3.0),))]
+    squared = {"squared": lambda x: x**2}
+    with pytest.raises(CheckFailed, match="case 2 of 2") as failure:
+        first_difference("double", lambda x: (x**2).double(), lambda x: 2 * x, cases, mistakes=squared)
+    assert "hint: squared" in str(failure.value)
+    # wrong in its dtype alone: told so on the first case
+    with pytest.raises(CheckFailed, match="case 1 of 2") as failure:
+        first_difference("double", lambda x: (2 * x).double(), lambda x: 2 * x, cases, mistakes=squared)
+    assert "expected dtype torch.float32" in str(failure.value)
+
+
+def test_a_table_read_from_0_in_the_tables_dtype_gets_its_hint_in_every_draw():
+    # the class of 02's wrong answer in tests/notebooks/test_wrong_handlers.py, which failed by its draw (seed
+    # 209190437471348: a float16 x with positions from 0 first, where arange(T) is right)
+    from posref.grading import check_learned_positions
+    from posref.grading.cases import hidden_seed
+
+    def from_zero(weight, x, positions):
+        return x + weight[: x.shape[1]]  # the table's dtype, rows 0..T-1 whatever the positions
+
+    for seed in [209190437471348, *range(40)]:
+        with hidden_seed(seed), pytest.raises(CheckFailed) as failure:
+            check_learned_positions(from_zero, hidden=True, device="cpu")
+        assert "hint: look the rows up at the positions you are given" in str(failure.value), (
+            seed,
+            failure.value,
+        )
+
+
 def test_integer_outputs_must_be_integers():
     expected = torch.tensor([0, 3, 7])
     assert "expected integer values" in difference(expected, expected.float())

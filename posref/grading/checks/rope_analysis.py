@@ -142,23 +142,25 @@ def check_p_rope(fn: Callable[..., torch.Tensor], *, hidden: bool = False, devic
     # visible: one shuffled case, too; 0.3 * 8 = 2.4: floor, not round or ceil
     visible = [dict(order=o, p=p) for o, p in zip("sssrs", (0.25, 0.5, 1.0, 0.3, 0.58), strict=True)]
     fractions = (0.0, 1.0, "quarter", "any")  # any: p r not a whole number, most often
-    # hidden: first a shuffled case whose highest frequency is last, keeping some but not all (where ranking by
-    # index shows), then the classes
+    # hidden: first a shuffled case that tells ranking by index from keeping the lowest (the highest frequency
+    # last, the lowest just before it, and at most r - 2 kept: by index zeroes the lowest, which keeping the lowest
+    # keeps), then the classes
     classes = (
         [dict(order="last", p="some"), *draw.cover(23, order=("s", "r"), p=fractions)] if hidden else visible
     )
     for i, c in enumerate(classes):
-        d = draw.even(4, 128) if hidden else (16, 16, 16, 16, 100)[i]
+        d = draw.even(6 if c["order"] == "last" else 4, 128) if hidden else (16, 16, 16, 16, 100)[i]
         inv_freq = default_inv_freq(
             d, draw.choice((10000.0, 500000.0)) if hidden else 10000.0, device=draw.device
         )
         r = inv_freq.shape[0]
         if c["order"] != "s":  # shuffled: rank by value
             inv_freq = inv_freq[draw.permutation(r)]
-        if c["order"] == "last":  # the highest frequency moved to the end
-            inv_freq = torch.cat((inv_freq[inv_freq != inv_freq.max()], inv_freq.max()[None]))
+        if c["order"] == "last":
+            low, high = inv_freq.min(), inv_freq.max()
+            inv_freq = torch.cat((inv_freq[(inv_freq != low) & (inv_freq != high)], low[None], high[None]))
         fraction = {"quarter": draw.choice((0.25, 0.5, 0.75)), "any": round(draw.uniform(0.01, 0.99), 3)}
-        p = round((draw.int(1, r - 1) + 0.5) / r, 6) if c["p"] == "some" else fraction.get(c["p"], c["p"])
+        p = round((draw.int(1, r - 2) + 0.5) / r, 6) if c["p"] == "some" else fraction.get(c["p"], c["p"])
         cases.append(
             Case((inv_freq, p), label=_("{n} frequencies, p = {p}").format(n=inv_freq.shape[0], p=p))
         )
