@@ -30,7 +30,7 @@ Writing a checker for a new function takes a case list and one call::
 
 from posref.grading.cases import Draw, Probe, resolve_device
 from posref.grading.checks.absolute import check_learned_positions, check_shift_matrix, check_sinusoidal_pe
-from posref.grading.checks.derivation import check_rotations_from_step
+from posref.grading.checks.derivation import check_rotations_from_step, check_step_from_two
 from posref.grading.checks.lab import (
     check_alibi_handler,
     check_causal_mean,
@@ -118,6 +118,7 @@ __all__ = [
     "check_shift_matrix",
     "check_sinusoidal_pe",
     "check_sinusoidal_pe_speed",
+    "check_step_from_two",
     "check_t5_bucket",
     "check_t5_bucket_speed",
     "check_t5_learned_bias",

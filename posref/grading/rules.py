@@ -79,6 +79,7 @@ RULES: dict[str, Rule] = {
     "check_apply_rope_speed": Rule(_ROPE),
     "check_rope_scores": Rule(_ROPE),
     "check_rotations_from_step": Rule(()),  # posref has no function for it: nothing to forbid
+    "check_step_from_two": Rule(()),  # nor for this one
     "check_score_by_distance": Rule(("rope_scores_by_distance",)),
     "check_pair_norms": Rule(("pair_norms",)),
     "check_p_rope": Rule(("p_rope_inv_freq",)),
