@@ -8,8 +8,10 @@
 * ``POSREF_RETRAIN=1``: notebook 06 trains its six models instead of loading them (never while grading).
 
 A flag is on for ``1``, ``true``, ``yes`` or ``on`` (any case), off when unset or empty. A notebook's first
-cell calls ``setup()`` (01-05 read the flags and call ``use_edition_font()`` themselves). A cell that needs an
-exercise's result wraps its body in ``with uses("Exercise N"):``.
+cell says which edition it is, ``use_edition("en")`` (an edition's build writes its own tag there), and calls
+``setup()`` (01-05 read the flags themselves). A cell that needs an exercise's result wraps its body in
+``with uses("Exercise N"):``; a sentence the code keeps before a figure or a print shows it (a legend's entry in a
+dict, a table's row name) is marked ``shown("...")``, so that an edition translates it there.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from contextlib import contextmanager
 import torch
 
 from posref._env import flag as _flag
-from posref.i18n import _, fill, get_language
+from posref.i18n import _, fill, get_language, set_language
 
 
 def fast() -> bool:
@@ -76,6 +78,30 @@ def use_edition_font() -> str | None:
     from posref.explorers.fonts import use_language_font
 
     return use_language_font()
+
+
+def use_edition(edition: str) -> str | None:
+    """A notebook's first cell: this notebook is the edition ``edition`` (``"en"``, ``"zh-TW"``, ``"zh-CN"``; the
+    English source says ``"en"`` and each edition's build writes its own tag). posref speaks its language from now
+    on in this kernel, whatever ``POSREF_LANG`` says (its checks, errors and figures follow the notebook the
+    student reads), and in a Chinese edition matplotlib draws with a font of the edition's script
+    (``posref.explorers.fonts.use_language_font``) -> that font's name; None in English (matplotlib is left alone).
+
+    Raises ValueError for an edition posref has no language for."""
+    set_language(edition)
+    if get_language() == "en":
+        return None
+    from posref.explorers.fonts import use_language_font
+
+    return use_language_font()
+
+
+def shown(text: str) -> str:
+    """``text``, unchanged: marks a sentence the notebook keeps in a variable, a list or a dict before a figure or
+    a print shows it (``shown("random key")``), so that an edition's build translates it where it is written.
+    Every place that writes the same sentence as a key to look it up marks it too: each edition writes the same
+    translation at each of them."""
+    return text
 
 
 class ExerciseNotDone(RuntimeError):

@@ -142,7 +142,7 @@ STATIC_CSS = (
 STATIC_CAPTION = N_("Picture of the explorer as first drawn: run the notebook to move its controls.")
 
 
-def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
+def static_figure(png: bytes, name: str = "posref.explorers") -> dict[str, str]:
     """An explorer's static figure as display data: ``{"text/html": ..., "text/plain": ...}``.
 
     The HTML is a ``<figure class="posref-static-figure">`` holding the PNG inline (``data:`` URL: an export needs
@@ -154,7 +154,8 @@ def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
             _("png must be the bytes of a PNG image (figure_png), got {png!r}").format(png=png[:8])
         )
     data = base64.b64encode(png).decode("ascii")
-    alt = html.escape(f"{name} explorer", quote=True)
+    said = _("<{name}: static figure>").format(name=name)
+    alt = html.escape(said.strip("<>"), quote=True)
     markup = (
         f"<style>{STATIC_CSS}</style>"
         f'<figure class="{STATIC_CLASS}" style="margin: 0">'
@@ -162,7 +163,7 @@ def static_figure(png: bytes, name: str = "posref") -> dict[str, str]:
         f'<figcaption style="font-size: 85%; color: #555">{html.escape(_(STATIC_CAPTION))}</figcaption>'
         "</figure>"
     )
-    return {"text/html": markup, "text/plain": f"<{name} explorer: static figure>"}
+    return {"text/html": markup, "text/plain": said}
 
 
 def _png_output(png: bytes) -> dict[str, Any]:
@@ -201,7 +202,7 @@ class Explorer(widgets.VBox):
         self.png = b""
         self.redraws = 0
         self._holding = False
-        self._explorer_name = f"posref {name}"
+        self._explorer_name = f"{name.replace('-', '_')}_explorer()"  # the function that made it: code
         for key, control in self.controls.items():
             if hasattr(self, key):
                 raise ValueError(
@@ -255,7 +256,9 @@ class Explorer(widgets.VBox):
         # the widget view, with a text/plain that says what it is (not the VBox's repr)
         data = super()._repr_mimebundle_(**kwargs)
         if isinstance(data, dict):
-            data["text/plain"] = f"<{self._explorer_name} explorer: its controls need a running kernel>"
+            data["text/plain"] = _("<{name}: its controls need a running kernel>").format(
+                name=self._explorer_name
+            )
         return data
 
     def _ipython_display_(self) -> None:
@@ -263,7 +266,8 @@ class Explorer(widgets.VBox):
         from IPython.display import display
 
         if not self.png:  # never drawn (while grading): no picture to show
-            display({"text/plain": f"<{self._explorer_name} explorer: not drawn while grading>"}, raw=True)
+            said = _("<{name}: not drawn while grading>").format(name=self._explorer_name)
+            display({"text/plain": said}, raw=True)
             return
         display(self._repr_mimebundle_(), raw=True)
         display(static_figure(self.png, self._explorer_name), raw=True)

@@ -1,11 +1,19 @@
 """Which text a figure shows for the lecture's Chinese examples: the characters where a CJK font exists, pinyin
-otherwise. The one place that decides it (notebooks call ``sentence_text``; ``cjk_font`` says what was found).
+otherwise; and which font draws a Chinese edition's figures. The one place that decides it (notebooks call
+``sentence_text`` and, through ``posref.notebook.use_edition``, ``use_language_font``; ``cjk_font`` says what was
+found).
 
 A font counts when matplotlib can use it and it has a glyph for every character asked about (a font named
 "CJK" that lacks them would draw boxes). matplotlib knows the fonts of its cache (``fontManager.ttflist``); a font
 installed after the cache was built (``make fonts`` after a first run) is found through fontconfig's ``fc-list``
-and added. Choosing the characters also puts that font last in ``rcParams["font.family"]``: matplotlib then
-draws Latin text as before and takes the missing CJK glyphs from it (font fallback, matplotlib >= 3.6).
+and added. Each language has its order of families (``FONT_ORDER``): a zh-CN figure takes a Simplified Chinese
+face first (Noto Sans CJK SC: mainland glyph forms), a zh-TW one a Traditional Chinese face (TC); the English
+notebooks draw the lecture's Traditional example sentences, in the zh-TW order.
+
+In English the font found goes last in ``rcParams["font.family"]``: matplotlib draws Latin text as before and
+takes the missing CJK glyphs from it (font fallback, matplotlib >= 3.6). In a Chinese edition it goes first: its
+Latin letters are made to sit beside its characters, and mathtext, which takes the text around a formula
+(``"上界 $\\frac{1}{r}$"``) from the first family only, then draws that text's characters too.
 """
 
 from __future__ import annotations
@@ -25,25 +33,23 @@ __all__ = ["LECTURE_CHARACTERS", "cjk_font", "sentence_text", "use_language_font
 
 # every character of the lecture's example sentences (你打我, 我打你, 貓吃魚嗎, 貓吃了魚)
 LECTURE_CHARACTERS = "你打我貓吃魚嗎了"
-# the families preferred, in order (traditional characters first: 貓, 魚, 嗎); any other font that has every glyph
-# comes after them
-PREFERRED = (
-    "Noto Sans CJK TC",
-    "Noto Sans CJK HK",
-    "Noto Sans CJK SC",
+# each language's families, in order: the faces of its own script first (a Traditional face draws 貓 with Taiwan's
+# forms, a Simplified one 骨, 角, 述 with the mainland's); any other font that has every glyph comes after them
+_TRADITIONAL = ("Noto Sans CJK TC", "Noto Sans CJK HK", "Source Han Sans TC", "Microsoft JhengHei", "PingFang TC",
+                "Heiti TC")  # fmt: skip
+_SIMPLIFIED = ("Noto Sans CJK SC", "Source Han Sans SC", "Microsoft YaHei", "PingFang SC", "Heiti SC")
+_OTHERS = (
     "Noto Sans CJK JP",
     "Noto Sans CJK KR",
-    "Source Han Sans TC",
-    "Source Han Sans SC",
-    "Microsoft JhengHei",
-    "Microsoft YaHei",
-    "PingFang TC",
-    "PingFang SC",
-    "Heiti TC",
     "WenQuanYi Zen Hei",
     "WenQuanYi Micro Hei",
     "Droid Sans Fallback",
 )
+FONT_ORDER = {
+    "en": _TRADITIONAL + _SIMPLIFIED + _OTHERS,
+    "zh-TW": _TRADITIONAL + _SIMPLIFIED + _OTHERS,
+    "zh-CN": _SIMPLIFIED + _TRADITIONAL + _OTHERS,
+}
 _MARKERS = (
     "CJK",
     "Han ",
@@ -66,8 +72,9 @@ def _has_glyphs(path: str, text: str) -> bool:
     return all(face.get_char_index(ord(ch)) for ch in text if not ch.isspace())
 
 
-def _rank(entry: font_manager.FontEntry) -> tuple[int, str]:
-    return (PREFERRED.index(entry.name) if entry.name in PREFERRED else len(PREFERRED), entry.name)
+def _order() -> tuple[str, ...]:
+    """The families preferred in the language posref speaks now (``FONT_ORDER``)."""
+    return FONT_ORDER.get(get_language(), FONT_ORDER["en"])
 
 
 def _fontconfig_files() -> list[str]:
@@ -90,15 +97,17 @@ def cjk_font(
     """The family name of a font that draws every character of ``text``, or ``None`` when there is none.
 
     ``fonts``: the font entries to look at (default: matplotlib's, then fontconfig's Chinese fonts when
-    matplotlib's cache has none). The preferred families (``PREFERRED``) come first.
+    matplotlib's cache has none). The families of the language posref speaks (``FONT_ORDER``) come first.
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(
             _("text must be a non-empty string of the characters to draw, got {text!r}").format(text=text)
         )
     listed = list(font_manager.fontManager.ttflist if fonts is None else fonts)
+    order = _order()
     candidates = sorted(
-        (e for e in listed if e.name in PREFERRED or any(m in e.name for m in _MARKERS)), key=_rank
+        (e for e in listed if e.name in order or any(m in e.name for m in _MARKERS)),
+        key=lambda e: (order.index(e.name) if e.name in order else len(order), e.name),
     )
     for entry in candidates:
         if _has_glyphs(entry.fname, text):
@@ -113,20 +122,26 @@ def cjk_font(
     return None
 
 
-def _use_in_figures(name: str, fonts: Iterable[font_manager.FontEntry] | None) -> None:
-    """Make ``name`` matplotlib's last fallback family (added to its font list if it was not there)."""
+def _use_in_figures(
+    name: str, fonts: Iterable[font_manager.FontEntry] | None, *, first: bool = False
+) -> None:
+    """Make ``name`` one of matplotlib's families (added to its font list if it was not there): the last, a
+    fallback for the glyphs the others lack, or with ``first`` the first (see the module's docstring)."""
     if fonts is not None and name not in {e.name for e in font_manager.fontManager.ttflist}:
         for entry in fonts:
             if entry.name == name:
                 font_manager.fontManager.addfont(entry.fname)
     families = list(matplotlib.rcParams["font.family"])
-    if name not in families:
+    if first and families[:1] != [name]:
+        matplotlib.rcParams["font.family"] = [name, *(f for f in families if f != name)]
+    elif name not in families:
         matplotlib.rcParams["font.family"] = [*families, name]
 
 
 def sentence_text(chinese: str, pinyin: str, *, fonts: Iterable[font_manager.FontEntry] | None = None) -> str:
     """What a figure writes for a Chinese example: ``chinese`` where a font draws it (which then becomes
-    matplotlib's fallback family, see the module's docstring), else ``pinyin``.
+    matplotlib's fallback family unless it is one of its families already, see the module's docstring), else
+    ``pinyin``.
 
     E.g. ``sentence_text("你打我", "ni da wo")``. Call it before making the figure: text that exists already (the
     ticks of axes made earlier) keeps the font families it was made with. ``fonts`` as in ``cjk_font`` (tests
@@ -154,9 +169,10 @@ _found: dict[
 
 
 def use_language_font(fonts: Iterable[font_manager.FontEntry] | None = None) -> str | None:
-    """Before an explorer makes its figure: in zh-TW or zh-CN (``posref.i18n``), make a font that draws the
-    edition's characters matplotlib's fallback family, and return its name; None in English. Where no font has
-    them, warn once (the labels would be boxes) and return None. ``fonts`` as in ``cjk_font``."""
+    """Before a figure is made: in zh-TW or zh-CN (``posref.i18n``), make a font that draws the edition's
+    characters, in the edition's order (``FONT_ORDER``), matplotlib's first family, and return its name; None in
+    English. Where no font has them, warn once (the labels would be boxes) and return None. ``fonts`` as in
+    ``cjk_font``."""
     language = get_language()
     if language not in LANGUAGE_CHARACTERS:
         return None
@@ -177,5 +193,5 @@ def use_language_font(fonts: Iterable[font_manager.FontEntry] | None = None) -> 
                 stacklevel=2,
             )
         return None
-    _use_in_figures(name, fonts)
+    _use_in_figures(name, fonts, first=True)
     return name

@@ -61,6 +61,7 @@ from posref.grading.checks.scaling import (
 )
 from posref.grading.report import Case, CheckFailed, difference, first_difference
 from posref.grading.speed.absolute import check_sinusoidal_pe_speed
+from posref.grading.speed.check import speed_line
 from posref.grading.speed.lab import (
     check_alibi_handler_attention_speed,
     check_causal_mean_speed,
@@ -126,5 +127,6 @@ __all__ = [
     "difference",
     "first_difference",
     "resolve_device",
+    "speed_line",
     "speed_ratio",
 ]

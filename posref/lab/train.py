@@ -21,6 +21,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from posref._checks import check_positive_int
+from posref.i18n import _
 from posref.lab.tasks import IGNORE_INDEX
 
 BatchFn = Callable[[torch.Generator], "tuple[torch.Tensor, torch.Tensor]"]
@@ -91,7 +92,7 @@ def train(
     was_training = model.training
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(cfg.steps), disable=not progress, desc="train", leave=False)
+    bar = tqdm(range(cfg.steps), disable=not progress, desc=_("train"), leave=False)
     for step in bar:
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:

@@ -78,7 +78,7 @@ def test_display_leaves_the_widget_view_then_a_static_figure_of_the_current_png(
     view, static = _displayed(explorer)
     assert "application/vnd.jupyter.widget-view+json" in view
     assert "image/png" not in view  # nbconvert would pick it beside the static figure: two pictures
-    assert view["text/plain"] == "<posref fingerprint explorer: its controls need a running kernel>"
+    assert view["text/plain"] == "<fingerprint_explorer(): its controls need a running kernel>"
     markup = static["text/html"]
     assert "application/vnd.jupyter.widget-view+json" not in static
     (src,) = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', markup)

@@ -7,6 +7,7 @@ skip without one. Whether a font "draws" the text is checked independently of th
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import matplotlib
@@ -15,6 +16,7 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from posref import i18n
 from posref.explorers import fonts
 from posref.explorers.fonts import LECTURE_CHARACTERS, cjk_font, sentence_text
 
@@ -27,13 +29,22 @@ def _real_cjk_entry() -> font_manager.FontEntry:
 
 
 def _missing_glyphs(text: str) -> list[str]:
-    """The warnings matplotlib gives while drawing ``text`` with the current rcParams."""
+    """The warnings matplotlib gives while drawing ``text`` with the current rcParams: a missing glyph of plain
+    text (a warning) or of a formula's text (mathtext logs it)."""
     fig = Figure(figsize=(2, 1))
     fig.text(0.1, 0.5, text)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        FigureCanvasAgg(fig).draw()
-    return [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    logged = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: logged.append(record.getMessage())
+    logging.getLogger("matplotlib").addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            FigureCanvasAgg(fig).draw()
+    finally:
+        logging.getLogger("matplotlib").removeHandler(handler)
+    said = [str(w.message) for w in caught] + logged
+    return [m for m in said if "missing from font" in m or "does not have a glyph" in m]
 
 
 def test_no_cjk_font_gives_pinyin_and_leaves_matplotlib_alone() -> None:
@@ -73,11 +84,33 @@ def test_a_font_installed_after_matplotlibs_cache_is_found_through_fontconfig(mo
     assert found is not None and fonts._has_glyphs(font_manager.findfont(found), LECTURE_CHARACTERS)
 
 
-def test_the_preferred_family_comes_first() -> None:
+@pytest.mark.parametrize(
+    ("language", "first"),
+    [("en", "Noto Sans CJK TC"), ("zh-TW", "Noto Sans CJK TC"), ("zh-CN", "Noto Sans CJK SC")],
+)
+def test_each_language_prefers_the_faces_of_its_own_script(language, first) -> None:
+    """A Simplified Chinese face for zh-CN (mainland glyph forms), a Traditional one for zh-TW and for the
+    lecture's Traditional examples in English; another font with every glyph after them."""
     entry = _real_cjk_entry()
-    other = font_manager.FontEntry(fname=entry.fname, name="Some CJK Font")
-    preferred = font_manager.FontEntry(fname=entry.fname, name="Noto Sans CJK TC")
-    assert cjk_font([other, preferred]) == "Noto Sans CJK TC"
+    faces = [
+        font_manager.FontEntry(fname=entry.fname, name=name)
+        for name in ("Some CJK Font", *fonts.FONT_ORDER[language][::-1])
+    ]
+    with i18n.speaking(language):
+        assert cjk_font(faces) == first
+        assert cjk_font(faces[:1]) == "Some CJK Font"
+
+
+def test_a_chinese_editions_font_comes_first_and_draws_a_formulas_words() -> None:
+    """zh-CN's figures: Noto Sans CJK SC, the first family (matplotlib's mathtext takes the words around a formula
+    from the first family only: as the fallback family, 上界 beside $\\frac{1}{r}$ drew boxes)."""
+    entry = next((e for e in font_manager.fontManager.ttflist if e.name == "Noto Sans CJK SC"), None)
+    if entry is None or not fonts._has_glyphs(entry.fname, fonts.LANGUAGE_CHARACTERS["zh-CN"]):
+        pytest.skip("no Noto Sans CJK SC here (Debian/Ubuntu: apt-get install fonts-noto-cjk; `make fonts`)")
+    with matplotlib.rc_context({"font.family": ["sans-serif"]}), i18n.speaking("zh-CN"):
+        assert fonts.use_language_font() == "Noto Sans CJK SC"
+        assert list(matplotlib.rcParams["font.family"]) == ["Noto Sans CJK SC", "sans-serif"]
+        assert _missing_glyphs(r"RoFormer 上界的因子 $\frac{1}{r}\sum_j |S_j|$, 距离 −3") == []
 
 
 @pytest.mark.parametrize(

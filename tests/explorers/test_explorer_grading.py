@@ -90,7 +90,7 @@ def test_an_explorer_not_drawn_displays_one_line_of_text(monkeypatch) -> None:
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kwargs: shown.extend(objs))
     monkeypatch.setenv("POSREF_GRADING", "1")
     fingerprint_explorer(dim=16)._ipython_display_()
-    assert shown == [{"text/plain": "<posref fingerprint explorer: not drawn while grading>"}]
+    assert shown == [{"text/plain": "<fingerprint_explorer(): not drawn while grading>"}]
     monkeypatch.setenv("POSREF_GRADING", "")
     shown.clear()
     fingerprint_explorer(dim=16)._ipython_display_()

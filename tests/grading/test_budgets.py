@@ -249,3 +249,38 @@ def test_the_autograder_readme_quotes_the_codes_cpu_budgets():
     assert shown["alibi_handler_attention"] == shown["rope_handler_attention"]
     for name, ratio in quoted.items():
         assert shown[name].max_ratio == ratio, (name, ratio, shown[name].max_ratio)
+
+
+def test_a_speed_cell_prints_its_line_in_the_language_posref_speaks():
+    """A speed cell is graded code, the same in every edition: the sentence it prints is posref's (``speed_line``),
+    with the device's budget and the timed shape, in the language of the moment; every SpeedCheck is named."""
+    from posref import i18n
+    from posref.grading import speed_line
+    from posref.grading.speed.budgets import causal_mean_budget
+    from posref.grading.speed.check import SPEED_CHECKS
+
+    assert {"attention", "sinusoidal_pe", "apply_rope", "per_position_loss", "causal_mean"} <= set(
+        SPEED_CHECKS
+    )
+    budget = causal_mean_budget("cpu")
+    shape = str(tuple(budget.shape))
+    said = {}
+    for language in ("en", "zh-TW", "zh-CN"):
+        with i18n.speaking(language):
+            said[language] = speed_line("causal_mean", 1.13, "cpu")
+    assert (
+        said["en"]
+        == f"your causal_mean takes 1.1x the reference's time (budget {budget.max_ratio:g}x, v of shape {shape})"
+    )
+    assert (
+        said["zh-TW"]
+        == f"你的 causal_mean 花了參考實作 1.1 倍的時間（速度預算 {budget.max_ratio:g} 倍，v 的形狀為 {shape}）"
+    )
+    assert (
+        said["zh-CN"]
+        == f"你的 causal_mean 花了参考实现 1.1 倍的时间（速度预算 {budget.max_ratio:g} 倍，v 的形状为 {shape}）"
+    )
+    with pytest.raises(
+        ValueError, match="no speed check is named 'causal_means': expected one of .*causal_mean"
+    ):
+        speed_line("causal_means", 1.0)

@@ -68,18 +68,33 @@ def test_setup_returns_the_device_and_flags_seeds_torch_and_sets_cpu_threads(mon
     assert not torch.equal(torch.rand(4), first)
 
 
-@pytest.mark.parametrize("language, picked", [("en", False), ("zh-TW", True), ("zh-CN", True)])
-def test_setup_gives_matplotlib_a_font_for_a_chinese_editions_own_figures(monkeypatch, language, picked):
-    """An edition's notebook draws figures of its own (plain matplotlib) with translated titles: setup() picks a
-    font that draws them, as the explorers do; in English it leaves matplotlib alone."""
+@pytest.mark.parametrize("edition, picked", [("en", False), ("zh-TW", True), ("zh-CN", True)])
+def test_use_edition_speaks_the_notebooks_language_whatever_posref_lang_says(monkeypatch, edition, picked):
+    """A notebook's first cell names its edition: posref speaks its language from then on (an English notebook in
+    a shell with POSREF_LANG=zh-CN too), and a Chinese edition's own figures get a font of its script (the
+    explorers pick theirs); in English matplotlib is left alone."""
     from posref import i18n
     from posref.explorers import fonts
 
     asked = []
-    monkeypatch.setattr(fonts, "use_language_font", lambda: asked.append(i18n.get_language()))
-    with i18n.speaking(language):
-        notebook.setup()
-    assert asked == ([language] if picked else [])
+    monkeypatch.setattr(
+        fonts, "use_language_font", lambda: asked.append(i18n.get_language()) or "Some CJK Font"
+    )
+    monkeypatch.setenv("POSREF_LANG", "zh-CN" if edition == "en" else "en")
+    try:
+        assert notebook.use_edition(edition) == ("Some CJK Font" if picked else None)
+        assert i18n.get_language() == edition
+        assert asked == ([edition] if picked else [])
+        with pytest.raises(ValueError, match="posref speaks no language 'fr'"):
+            notebook.use_edition("fr")
+        assert i18n.get_language() == edition
+    finally:
+        i18n.set_language(None)
+
+
+def test_shown_marks_a_sentence_and_returns_it_unchanged():
+    label = "random key"
+    assert notebook.shown(label) is label
 
 
 def test_importing_posref_changes_no_environment_variable():

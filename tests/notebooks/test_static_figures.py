@@ -58,9 +58,9 @@ def _static_figures(page: str) -> dict[str, np.ndarray]:
     """The static figures of an HTML page: explorer name (from the img's alt) -> its decoded pixels."""
     figures = {}
     for img in STATIC_IMG.findall(page):  # nbconvert may write the img's attributes in another order
-        (alt,) = re.findall(r'alt="posref ([a-z-]+) explorer"', img)
+        (alt,) = re.findall(r'alt="([a-z_]+)_explorer\(\): static figure"', img)
         (data,) = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', img)
-        figures[alt] = _png(data)
+        figures[alt.replace("_", "-")] = _png(data)
     return figures
 
 

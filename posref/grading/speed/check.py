@@ -26,6 +26,9 @@ from posref.grading.speed.budgets import Budget
 from posref.grading.speed.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
 from posref.i18n import _
 
+SPEED_CHECKS: dict[str, SpeedCheck] = {}
+"""Every ``SpeedCheck`` declared, by its ``name`` (``"causal_mean"``)."""
+
 
 @dataclass(frozen=True)
 class SpeedCheck:
@@ -57,6 +60,23 @@ class SpeedCheck:
     cases: Callable[[Draw, tuple[int, ...]], list[Case]] | None = None
     mistakes: dict[str, Callable[..., Any]] = field(default_factory=dict)
     match_dtype: bool = False
+
+    def __post_init__(self) -> None:
+        SPEED_CHECKS[self.name] = self
+
+    def line(self, ratio: float, device=None) -> str:
+        """What a speed cell prints after ``check``: the ratio, the budget on ``device`` and the shape timed, in
+        the language posref speaks."""
+        budget = self.budget(resolve_device(device))
+        return _(
+            "your {name} takes {ratio:.1f}x the reference's time (budget {budget:g}x, {inputs} of shape {shape})"
+        ).format(
+            name=self.name,
+            ratio=ratio,
+            budget=budget.max_ratio,
+            inputs=_(self.inputs),
+            shape=tuple(budget.shape),
+        )
 
     def _cases(self, draw: Draw, shape: tuple[int, ...]) -> list[Case]:
         if self.cases is not None:
@@ -132,3 +152,17 @@ def speed_check(reference_path: str) -> Callable[[Callable[..., Any]], Callable[
         return checker
 
     return mark
+
+
+def speed_line(name: str, ratio: float, device=None) -> str:
+    """The line a speed cell prints after its check returned ``ratio``: ``print(speed_line("causal_mean", ratio,
+    device))`` says "your causal_mean takes 1.1x the reference's time (budget 5x, v of shape (1, 8, 128, 16))",
+    in the language posref speaks (the cell is graded code, the same in every edition; the sentence is posref's).
+    ``name`` is a ``SpeedCheck``'s (the graded function's)."""
+    if name not in SPEED_CHECKS:
+        raise ValueError(
+            _("no speed check is named {name!r}: expected one of {names}").format(
+                name=name, names=", ".join(sorted(SPEED_CHECKS))
+            )
+        )
+    return SPEED_CHECKS[name].line(ratio, device)
