@@ -55,7 +55,7 @@ QUOTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         ),
     },
     "04_rope": {
-        "q_keys_only": ("cell-22", ("5.587", "6.994", "-2.316", "4.487")),
+        "q_keys_only": ("keys-only-run", ("5.587", "6.994", "-2.316", "4.487")),
     },
     "05_rope_analysis": {
         "q_decay": ("cell-06", ("0.805", "-0.040", "0.090", "0.088")),
