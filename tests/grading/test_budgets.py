@@ -284,3 +284,31 @@ def test_a_speed_cell_prints_its_line_in_the_language_posref_speaks():
         ValueError, match="no speed check is named 'causal_means': expected one of .*causal_mean"
     ):
         speed_line("causal_means", 1.0)
+
+
+def test_every_speed_cell_prints_the_line_of_the_check_it_ran():
+    """Each graded speed cell prints ``speed_line(name, ratio, ...)`` with the name of the SpeedCheck its check
+    runs, and no sentence of its own (a locked cell is the same in every edition: its sentence would be English)."""
+    import ast
+    import json
+
+    by_check = {f"check_{c.name}_speed": c.name for c in _speed_checks()}
+    by_check["check_scaled_dot_product_attention_speed"] = by_check.pop("check_attention_speed")
+    printed = set()
+    for path in sorted((Path(__file__).resolve().parents[2] / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if not cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").endswith("_speed"):
+                continue
+            calls = [n for n in ast.walk(ast.parse("".join(cell["source"]))) if isinstance(n, ast.Call)]
+            names = {getattr(n.func, "id", getattr(n.func, "attr", "")) for n in calls}
+            (check,) = names & set(by_check)
+            (line,) = [n for n in calls if getattr(n.func, "id", "") == "speed_line"]
+            assert line.args[0].value == by_check[check], (path.name, check)
+            strings = {
+                n.value
+                for n in ast.walk(ast.parse("".join(cell["source"])))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
+            assert strings <= {by_check[check], "cpu"}, (path.name, strings)  # no sentence of the cell's own
+            printed.add(check)
+    assert printed == set(by_check)
