@@ -56,7 +56,7 @@ def where_it_raised(err: BaseException) -> str:
     frame = frames[-1]
     name = frame.filename
     if name.startswith("<cell ") and name.endswith(">"):
-        place = name[1:-1]
+        place = _("cell {number}").format(number=name[len("<cell ") : -1])
     elif name.startswith("<") or "ipykernel_" in name or "ipython-input" in name:
         place = _("your cell")
     else:
@@ -124,9 +124,9 @@ def describe(value: Any) -> str:
     """Short text for an argument: tensors by dtype and shape (and a few values when small), others by repr."""
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).replace("torch.", "")
-        text = f"tensor {dtype} {tuple(value.shape)}"
+        text = _("tensor {dtype} {shape}").format(dtype=dtype, shape=tuple(value.shape))
         if value.device.type != "cpu":
-            text += f" on {value.device}"
+            text += _(" on {device}").format(device=value.device)
         if value.numel() <= 8:
             text += f" = {value.tolist()}"
         return text

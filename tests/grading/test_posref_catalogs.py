@@ -303,3 +303,27 @@ def test_a_speed_check_of_a_wrong_function_says_not_timed_in_the_students_langua
         "沒有計時：apply_rope 沒通過隱藏案例的正確性檢查（速度分數只給正確的函式）：\napply_rope 與參考實作不同"
     ), text
     assert "提示：sin 和 cos 對調了" in text
+
+
+def test_no_message_is_said_when_its_module_is_imported():
+    """``_(...)`` runs where a message is shown, never at import (a module-level constant, a dict of hints): said at
+    import it stays in the language of that moment, English, whatever the student's edition (notebook 07's two
+    ntk_pair_factor hints were English in zh-TW). A constant is marked ``N_`` and said with ``_`` where it is shown."""
+    import ast
+    from pathlib import Path
+
+    root = Path(messages.ROOT)
+    found = []
+    for path in sorted(p for source in messages.SOURCES for p in (root / source).rglob("*.py")):
+        pending = [(ast.parse(path.read_text(encoding="utf-8")), False)]
+        while pending:
+            node, in_function = pending.pop()
+            for child in ast.iter_child_nodes(node):
+                said = (
+                    isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "_"
+                )
+                if said and not in_function:
+                    found.append(f"{path.relative_to(root)}:{child.lineno}")
+                inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                pending.append((child, inside))
+    assert found == []

@@ -17,7 +17,7 @@ import torch
 from posref.grading.cases import Draw
 from posref.grading.report import Case, first_difference
 from posref.grading.rules import enforce_rules
-from posref.i18n import _
+from posref.i18n import N_, _
 from posref.scaling import ntk_base
 
 _ANY_BASE = 10000.0  # the ratio b'/b does not depend on b
@@ -33,13 +33,13 @@ def _reference(head_dim: int, factor: float) -> torch.Tensor:
 
 
 NTK_FORM_MISTAKES: dict[str, Callable] = {
-    _("the exponent is -2i/(d-2), not -2i/d: with d the slowest pair is divided by s**((d-2)/d), not by s"): (
-        lambda d, s: torch.tensor(float(s), dtype=torch.float64) ** (-2 * _pairs(d) / d)
-    ),
-    _("NTK-aware slows the pairs down: s to the power -2i/(d-2), a multiplier of at most 1"): (
+    N_(
+        "the exponent is -2i/(d-2), not -2i/d: with d the slowest pair is divided by s**((d-2)/d), not by s"
+    ): (lambda d, s: torch.tensor(float(s), dtype=torch.float64) ** (-2 * _pairs(d) / d)),
+    N_("NTK-aware slows the pairs down: s to the power -2i/(d-2), a multiplier of at most 1"): (
         lambda d, s: torch.tensor(float(s), dtype=torch.float64) ** (2 * _pairs(d) / (d - 2))
     ),
-    _("pair i's exponent uses i = 0, 1, ..., d/2 - 1: pair 0 keeps its frequency (multiplier 1)"): (
+    N_("pair i's exponent uses i = 0, 1, ..., d/2 - 1: pair 0 keeps its frequency (multiplier 1)"): (
         lambda d, s: torch.tensor(float(s), dtype=torch.float64) ** (-2 * (_pairs(d) + 1) / (d - 2))
     ),
 }
@@ -61,7 +61,7 @@ def check_ntk_pair_factor(fn: Callable, *, hidden: bool = False, device=None) ->
         fn,
         _reference,
         cases,
-        mistakes=NTK_FORM_MISTAKES,
+        mistakes={_(hint): wrong for hint, wrong in NTK_FORM_MISTAKES.items()},  # said in the language of now
         match_dtype=False,
         at_least_float32=True,
         seed=draw.quoted_seed,

@@ -129,6 +129,9 @@ def _llama3_blend_inverted(d, b, p, seq_len=None):
     return torch.where(kept, inv_freq, torch.where(divided, inv_freq / factor, blended)), 1.0
 
 
+# the function notebook 07 has a student write for each method: what a failing check names (code, in every language)
+FUNCTION_NAMES = {"linear": "linear_frequencies", "ntk": "ntk_frequencies", "ntk_by_parts": "ntk_by_parts_frequencies",
+                  "yarn": "yarn_frequencies", "llama3": "llama3_frequencies", "dynamic": "dynamic_ntk_frequencies"}  # fmt: skip
 # the methods notebook 07 has an exercise for (the registry's others have none), each with the mistakes its
 # checker names when a student makes them
 FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
@@ -238,7 +241,7 @@ def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, dev
     head_dims = [draw.even(8, 256) for _ in classes] if hidden else [64, 128, 32]
     cases = [_case(draw, rope_type, d, c) for d, c in zip(head_dims, classes, strict=True)]
     first_difference(
-        f"{rope_type} frequencies",
+        FUNCTION_NAMES[rope_type],
         fn,
         partial(_reference, rope_type),
         cases,
