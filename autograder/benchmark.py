@@ -30,10 +30,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from autograder import course, grade
-from autograder.cluster import LoopbackCluster
+from autograder import course
 from autograder.demo.build import write_submissions
-from autograder.submissions import import_submissions
+from autograder.grading import grade
+from autograder.grading.cluster import LoopbackCluster
+from autograder.intake.submissions import import_submissions
 
 
 def _assignments(assignment: str | None) -> list[str]:
@@ -123,8 +124,8 @@ def _figures(parts: list[dict], students: int) -> dict:
 
 def profile(assignments: list[str]) -> None:
     """Grade one solution of each assignment here and print where each notebook's time goes."""
-    from autograder import record
-    from autograder.sandbox import Sandbox
+    from autograder.grading import record
+    from autograder.sandbox.sandbox import Sandbox
 
     spans: dict[str, float] = defaultdict(float)
     cells: dict[int | None, float] = {}

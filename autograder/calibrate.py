@@ -26,8 +26,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from autograder.record import _Children, reference_path
-from autograder.sandbox import Sandbox
+from autograder.grading.record import _Children, reference_path
+from autograder.sandbox.sandbox import Sandbox
 from posref import bench
 from posref.grading.child.remote import RemoteFunction
 from posref.grading.speed.calibration import CEILING, calibrate_speed_check

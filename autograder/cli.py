@@ -26,7 +26,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.course import parse_time
-from autograder.editions import EDITIONS
+from autograder.editions.notebook import EDITIONS
 
 
 def _positive_int(text: str) -> int:
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "release":
         written = course.release(args.assignment)
         if args.lang != "en":
-            from autograder import edition_release
-            from autograder.catalogs import START_PAGE
+            from autograder.editions.catalogs import START_PAGE
+            from autograder.release import editions as edition_release
 
             out = edition_release.editions_dir()
             names = [args.assignment, START_PAGE]
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
             written += edition_release.release(args.lang, [args.assignment], out=out)
         print(course.release_summary(args.assignment, written))
     elif args.command == "import":
-        from autograder.submissions import import_submissions
+        from autograder.intake.submissions import import_submissions
 
         done = import_submissions(args.path, args.assignment, timestamp=args.timestamp, roster=args.roster)
         print("imported:", ", ".join(done.imported) or "nobody")
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"could not import {len(done.refused)}: {', '.join(done.refused)} (the reasons above)"
             )
     elif args.command == "autograde":
-        from autograder.grade import autograde, print_summary
+        from autograder.grading.grade import autograde, print_summary
 
         status = print_summary(
             args.assignment,
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"no feedback for {len(failed)} student(s): {course.printable(', '.join(failed))}"
             )
     elif args.command == "export":
-        from autograder.export import export, print_table
+        from autograder.grading.export import export, print_table
 
         rows = export(args.assignment, args.csv)
         print_table(rows)
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
 
         demo(args.workers)
     elif args.command == "lab":
-        from autograder.lab import lab
+        from autograder.pages.lab import lab
         from posref.launch import passed_on
 
         raise SystemExit(lab(passed_on(args.jupyter_args)))
@@ -179,11 +179,11 @@ def editions_command(action: str) -> None:
 
     start = time.perf_counter()
     if action == "update":
-        from autograder.edition_update import report, update
+        from autograder.editions.update import report, update
 
         print(report(update()))
     else:
-        from autograder.edition_release import build
+        from autograder.release.editions import build
 
         written = build()
         print(f"wrote {len(written)} notebooks of {len(EDITIONS)} editions in editions/")

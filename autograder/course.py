@@ -218,7 +218,7 @@ def config():
     return PyFileConfigLoader(str(CONFIG)).load_config()
 
 
-# Due dates (late work: autograder/late.py)
+# Due dates (late work: autograder/intake/late.py)
 
 
 class CourseDueDates(Configurable):
@@ -315,7 +315,7 @@ def release_dir() -> Path:
 def release(assignment: str) -> list[Path]:
     """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook; the
     course's start page (``00_start.ipynb``, no assignment) is released beside it. -> the files written."""
-    from autograder.start_page import release_start_page
+    from autograder.release.start_page import release_start_page
 
     require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
     enter_due_date(assignment)

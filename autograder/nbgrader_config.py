@@ -70,11 +70,11 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
-# for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.late)
+# for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.intake.late)
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 from autograder.course import groupshared, open_course_folder  # noqa: E402
-from autograder.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
+from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
 from posref_jupyter.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
@@ -105,7 +105,7 @@ c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplemented
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
 
-# Late work (autograder/late.py). Each assignment's due date, a time with its zone; an assignment not listed keeps
+# Late work (autograder/intake/late.py). Each assignment's due date, a time with its zone; an assignment not listed keeps
 # the due date of the gradebook (`nbgrader db assignment add NAME --duedate=...`) or has none (never late):
 c.CourseDueDates.due_dates = {
     # "01_order": "2026-10-05 23:59:00 +02:00",
@@ -113,7 +113,9 @@ c.CourseDueDates.due_dates = {
 # The penalty: nbgrader's LateSubmissionPlugin API. This course's plugin takes 1% of a notebook's score per
 # started hour late, and all of it from 72 hours late; nbgrader's own "nbgrader.plugins.LateSubmissionPlugin"
 # with c.LateSubmissionPlugin.penalty_method = "zero" gives 0 to any late submission, "none" no penalty.
-c.AssignLatePenalties.plugin_class = "autograder.late.PenaltyPerHour"  # a name: only autograde imports it
+c.AssignLatePenalties.plugin_class = (
+    "autograder.intake.late.PenaltyPerHour"  # a name: only autograde imports it
+)
 c.PenaltyPerHour.fraction_per_hour = 0.01
 c.PenaltyPerHour.zero_after_hours = 72.0
 
@@ -160,8 +162,8 @@ c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unle
 c.GenerateFeedback.exporter_class = CleanMarkdownExporter
 c.MathJaxBeside.enabled = True
 # Formulas render offline, from no other host: the feedback and formgrade templates' mathjax() macros are the
-# course's (jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's
+# course's (pages/jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's
 c.HTMLExporter.extra_template_basedirs = [
-    str(REPO / "autograder" / "jupyter_data" / "nbconvert" / "templates"),
+    str(REPO / "autograder" / "pages" / "jupyter_data" / "nbconvert" / "templates"),
     str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
 ]

@@ -383,8 +383,8 @@ PLANTED = {
     "posref/explorers/__init__.py": "from posref.grading import cases\n",
     "autograder/__init__.py": "",
     "autograder/__main__.py": "from autograder.cli import main\n",
-    "autograder/cli.py": "from autograder import record\n",
-    "autograder/record.py": "import autograder.cli\n",
+    "autograder/cli.py": "from autograder.grading import record\n",
+    "autograder/grading/record.py": "import autograder.cli\n",
 }
 
 
@@ -411,7 +411,7 @@ def test_planted_arrow_violations_are_each_reported(planted):
         "posref/grading/speed/timing.py:1: posref.grading.speed.timing imports posref.grading.child.forkserver: the",
         "posref/grading/child/remote.py:2: posref.grading.child.remote imports posref.grading.checks.lab: the child",
         "posref/grading/report.py:1: posref.grading.report imports posref.grading.speed.timing: grading's shared",
-        "autograder/record.py:1: autograder.record imports autograder.cli: nothing imports the autograder's",
+        "autograder/grading/record.py:1: autograder.grading.record imports autograder.cli: nothing imports the autograder's",
     ]
     for line in expected:
         assert line in problems, f"not reported: {line}\nreported:\n{problems}"
@@ -424,7 +424,7 @@ def test_planted_arrow_violations_are_each_reported(planted):
 
 def test_planted_cycles_are_found_lazy_and_relative_imports_included(planted):
     assert import_cycles(planted) == [
-        ["autograder.cli", "autograder.record"],
+        ["autograder.cli", "autograder.grading.record"],
         ["posref.relative", "posref.scaling"],
     ]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from autograder.course import course_dir, feedback, release
 from autograder.demo.build import write_submissions
-from autograder.export import export, print_table
-from autograder.grade import autograde
-from autograder.submissions import import_submissions
+from autograder.grading.export import export, print_table
+from autograder.grading.grade import autograde
+from autograder.intake.submissions import import_submissions
 
 
 def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:

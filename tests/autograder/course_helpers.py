@@ -16,7 +16,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.course import REPO
-from autograder.sandbox import Sandbox
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.remote import Child
 
 needs_bwrap = pytest.mark.skipif(
@@ -88,7 +88,7 @@ def hand_in(released: Path, course: Path, monkeypatch, answers: dict[str, dict[s
     their answer cells by grade id) has handed in the demo notebook, imported by the course's own import; the
     course's environment is set for the test."""
     from autograder.demo.build import write_submissions
-    from autograder.submissions import import_submissions
+    from autograder.intake.submissions import import_submissions
 
     shutil.copytree(released, course)
     demo_environment(monkeypatch, course)
@@ -135,7 +135,7 @@ def grade_with_answers(tmp_path: Path, notebook: str, answers: dict[str, str], *
     in ``answers`` (grade id -> source) replaced, as a submission of ``student``."""
     import nbformat
 
-    from autograder.record import grade_notebook
+    from autograder.grading.record import grade_notebook
 
     source = next((REPO / "solutions").glob(f"{notebook}*/*.ipynb"))
     nb = nbformat.read(source, as_version=4)

@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from autograder import calibrate
-from autograder.record import reference_path
+from autograder.grading.record import reference_path
 from posref import bench, grading
 from posref.grading.child.remote import Child
 from posref.grading.speed import timing

@@ -1,4 +1,4 @@
-"""The catalogs follow the English source as msgmerge would (autograder/catalogs.py, edition_update.py): an unchanged
+"""The catalogs follow the English source as msgmerge would (autograder/editions/catalogs.py, edition_update.py): an unchanged
 message keeps its translation, a changed one becomes fuzzy with its old English and translation, a vanished one
 obsolete; the course's catalogs are up to date with solutions/ and their translations keep what they must."""
 
@@ -10,10 +10,10 @@ import nbformat
 import polib
 import pytest
 
-from autograder import catalogs
-from autograder.catalogs import catalog_path, read_catalog, source_notebooks
-from autograder.edition_update import report, update
-from autograder.editions import EDITIONS, markdown_messages
+from autograder.editions import catalogs
+from autograder.editions.catalogs import catalog_path, read_catalog, source_notebooks
+from autograder.editions.notebook import EDITIONS, markdown_messages
+from autograder.editions.update import report, update
 
 NOTEBOOKS = list(source_notebooks())
 LOCALES = list(EDITIONS.values())

@@ -16,10 +16,11 @@ import re
 import pytest
 from course_helpers import gradebook_copy, needs_bwrap
 
-from autograder import cli, grade
+from autograder import cli
 from autograder.course import release
 from autograder.demo.run import demo
 from autograder.demo.submissions import SUBMISSIONS
+from autograder.grading import grade
 
 
 @pytest.fixture(scope="module")

@@ -30,16 +30,19 @@ print(json.dumps({"names": names, "changed": changed}))
 
 
 def test_importing_any_autograder_module_changes_nothing_in_the_environment():
-    """Importing ``autograder.record`` used to put the environment's scripts on PATH (for nbgrader's alembic)."""
+    """Importing ``autograder.grading.record`` used to put the environment's scripts on PATH (for nbgrader's alembic)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_ALL], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"autograder.record", "autograder.grade", "autograder.cli", "autograder.demo.run"} <= set(
-        result["names"]
-    )
+    assert {
+        "autograder.grading.record",
+        "autograder.grading.grade",
+        "autograder.cli",
+        "autograder.demo.run",
+    } <= set(result["names"])
     assert result["changed"] == []
 
 

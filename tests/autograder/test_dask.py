@@ -1,5 +1,5 @@
 """Grading on a Dask cluster of real processes on 127.0.0.1: a scheduler and workers started as `dask scheduler`
-and `dask worker` would be on other machines (autograder.cluster.LoopbackCluster), no mocks.
+and `dask worker` would be on other machines (autograder.grading.cluster.LoopbackCluster), no mocks.
 
 A small class of the demo's submissions is graded locally and over the cluster with one worker killed in the
 middle of a student: every score and message is the same (up to the numbers a check draws at random: its seed,
@@ -17,11 +17,11 @@ import time
 import pytest
 from distributed import Client
 
-from autograder.cluster import LoopbackCluster
 from autograder.course import release
 from autograder.demo.build import write_submissions
-from autograder.grade import autograde
-from autograder.submissions import import_submissions
+from autograder.grading.cluster import LoopbackCluster
+from autograder.grading.grade import autograde
+from autograder.intake.submissions import import_submissions
 
 pytestmark = pytest.mark.slow
 CELL_TIMEOUT = 20.0

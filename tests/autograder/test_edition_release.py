@@ -1,4 +1,4 @@
-"""The editions' notebooks (autograder/edition_release.py, editions.py): the committed editions/ hold every notebook
+"""The editions' notebooks (autograder/release/editions.py, editions.py): the committed editions/ hold every notebook
 under its English name with the English graded code byte for byte and the English code elsewhere, its sentences
 translated (what one gradebook needs to grade a class of mixed editions), say their edition, hide the answers in the release, and `release --lang` releases an edition beside the
 English one, which alone enters the gradebook."""
@@ -14,10 +14,9 @@ import sys
 import nbformat
 import pytest
 
-from autograder.catalogs import START_PAGE, source_notebooks
 from autograder.course import REPO
-from autograder.edition_release import EDITIONS_DIR
-from autograder.editions import (
+from autograder.editions.catalogs import START_PAGE, source_notebooks
+from autograder.editions.notebook import (
     EDITION_SPANS,
     EDITIONS,
     ENGLISH,
@@ -26,6 +25,7 @@ from autograder.editions import (
     edition_of,
     is_translated_code,
 )
+from autograder.release.editions import EDITIONS_DIR
 
 NOTEBOOKS = source_notebooks()
 

@@ -1,5 +1,5 @@
 """The messages of a notebook's markdown and of its code cells, and what a translation must keep
-(autograder/editions.py)."""
+(autograder/editions/notebook.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 
 import nbformat
 
-from autograder.editions import (
+from autograder.editions.notebook import (
     code_messages,
     is_translated_code,
     markdown_messages,

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from autograder import catalogs
-from autograder.catalogs import catalog_path, read_catalog, source_notebooks
-from autograder.edition_release import EDITIONS_DIR, build
-from autograder.editions import EDITIONS
+from autograder.editions import catalogs
+from autograder.editions.catalogs import catalog_path, read_catalog, source_notebooks
+from autograder.editions.notebook import EDITIONS
+from autograder.release.editions import EDITIONS_DIR, build
 
 NOTEBOOKS = list(source_notebooks())
 
@@ -27,7 +27,7 @@ def test_every_catalog_is_complete(name, locale):
 def test_the_zh_cn_catalogs_are_what_the_update_makes_of_zh_tw(name):
     """Run `python -m autograder editions update` after changing a zh-TW catalog or the glossary."""
     pytest.importorskip("opencc", reason="opencc is in the dev extra: pip install -e '.[dev]'")
-    from autograder.simplified import simplified
+    from autograder.editions.simplified import simplified
 
     path = catalog_path(EDITIONS["zh-CN"], name)
     made, _ = simplified(read_catalog(catalog_path(EDITIONS["zh-TW"], name)), read_catalog(path))

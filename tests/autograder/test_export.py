@@ -9,8 +9,8 @@ import pytest
 from course_helpers import REPO, assert_safe_csv, gradebook_copy
 
 from autograder import cli
-from autograder.export import export
-from autograder.submissions import fingerprint
+from autograder.grading.export import export
+from autograder.intake.submissions import fingerprint
 
 # what a student controls and an export shows: an id, a notebook's name, a message the child sends back
 PAYLOADS = [

@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from autograder import sandbox as sandbox_module
-from autograder.record import _Children
-from autograder.sandbox import Sandbox
+from autograder.grading.record import _Children
+from autograder.sandbox import sandbox as sandbox_module
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child import forkserver
 from posref.grading.child.remote import ChildFailed, RemoteFunction
 
@@ -188,7 +188,7 @@ def test_one_reference_child_serves_every_speed_checkers_reference(tmp_path):
     import torch
 
     import posref
-    from autograder.record import _REFERENCE_CHILDREN, reference_paths
+    from autograder.grading.record import _REFERENCE_CHILDREN, reference_paths
 
     assert "posref:apply_rope" in reference_paths() and len(reference_paths()) >= 2
     children = _children(tmp_path)

@@ -24,7 +24,7 @@ from pathlib import Path
 import polib
 import pytest
 
-from autograder.editions import EDITIONS, PROTECTED
+from autograder.editions.notebook import EDITIONS, PROTECTED
 
 REPO = Path(__file__).resolve().parents[2]
 GLOSSARY = REPO / "locale" / "glossary.csv"

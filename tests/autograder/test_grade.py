@@ -1,4 +1,4 @@
-"""`python -m autograder autograde` (autograder/grade.py): the instructor's side of grading on a Dask cluster.
+"""`python -m autograder autograde` (autograder/grading/grade.py): the instructor's side of grading on a Dask cluster.
 
 These tests run the cluster in this process (``LocalCluster(processes=False)``), so that a worker's task can be
 replaced by a stand-in; tests/autograder/test_dask.py runs real scheduler and worker processes.
@@ -14,9 +14,9 @@ import pytest
 from course_helpers import gradebook_copy
 from distributed import LocalCluster
 
-from autograder import grade, worker
-from autograder.sandbox import Sandbox
-from autograder.submissions import fingerprint
+from autograder.grading import grade, worker
+from autograder.intake.submissions import fingerprint
+from autograder.sandbox.sandbox import Sandbox
 
 
 class NbgraderFails:

@@ -1,4 +1,4 @@
-"""The score of record in nbgrader's gradebook (autograder/gradebook.py)."""
+"""The score of record in nbgrader's gradebook (autograder/grading/gradebook.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from course_helpers import gradebook_copy
 def test_write_scores_leaves_a_notebook_that_could_not_be_graded_without_a_score(
     tmp_path, monkeypatch, empty_gradebook
 ):
-    from autograder.gradebook import write_scores
-    from autograder.record import CellResult, Record
+    from autograder.grading.gradebook import write_scores
+    from autograder.grading.record import CellResult, Record
 
     course = tmp_path / "course"
     monkeypatch.setenv("POSREF_COURSE_DIR", str(course))

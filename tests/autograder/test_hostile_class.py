@@ -29,7 +29,7 @@ from course_helpers import assert_safe_csv, needs_bwrap, run_command
 
 from autograder.course import REPO, gradebook, release
 from autograder.demo.submissions import PE, ROPE
-from autograder.unpack import MAX_FILE
+from autograder.intake.unpack import MAX_FILE
 
 pytestmark = [pytest.mark.slow, needs_bwrap]
 

@@ -22,10 +22,11 @@ from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
-from autograder import seccomp, worker
 from autograder.demo.submissions import PE, ROPE
-from autograder.record import _Children
-from autograder.sandbox import Limits, Sandbox
+from autograder.grading import worker
+from autograder.grading.record import _Children
+from autograder.sandbox import seccomp
+from autograder.sandbox.sandbox import Limits, Sandbox
 from posref.grading.child.remote import Child
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py

@@ -1,4 +1,4 @@
-"""Late work (autograder/late.py): the time import records, the due date, nbgrader's penalty from the score of
+"""Late work (autograder/intake/late.py): the time import records, the due date, nbgrader's penalty from the score of
 record, and export showing both. Real nbgrader (release, its autograde API, its AssignLatePenalties); the score
 of record is the worker's reply, given here."""
 
@@ -12,11 +12,12 @@ import nbformat
 import pytest
 from course_helpers import REPO, gradebook_copy
 
-from autograder import course, grade
-from autograder.export import export
-from autograder.late import PenaltyPerHour, read_timestamp
-from autograder.record import CellResult, Record
-from autograder.submissions import fingerprint, import_submissions
+from autograder import course
+from autograder.grading import grade
+from autograder.grading.export import export
+from autograder.grading.record import CellResult, Record
+from autograder.intake.late import PenaltyPerHour, read_timestamp
+from autograder.intake.submissions import fingerprint, import_submissions
 
 DUE = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
 SOURCE = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"

@@ -1,4 +1,4 @@
-"""The score of record of one notebook (autograder/record.py): the program, the children, the checks."""
+"""The score of record of one notebook (autograder/grading/record.py): the program, the children, the checks."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from course_helpers import needs_bwrap, plain_child
 
 from autograder.course import REPO
-from autograder.record import _Children, _run_check, checker_calls, grade_notebook
-from autograder.sandbox import Sandbox
+from autograder.grading.record import _Children, _run_check, checker_calls, grade_notebook
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.remote import BudgetSpent, RemoteFunction
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
@@ -30,7 +30,7 @@ def test_answer_cells_are_matched_by_grade_id_and_broken_metadata_is_ignored():
     grade id, used to crash grade_notebook (the whole notebook went to manual grading)."""
     import nbformat
 
-    from autograder.record import _program
+    from autograder.grading.record import _program
 
     source = nbformat.read(REPO / "autograder/demo/source/positions/positions.ipynb", as_version=4)
     submitted = nbformat.from_dict(json.loads(nbformat.writes(source)))
@@ -155,7 +155,7 @@ def test_checks_run_hidden_and_speed_checks_against_a_reference_in_a_child_like_
 def test_a_record_is_bounded_however_much_the_child_says():
     """Each problem is cut, the problems together stop at MAX_PROBLEMS with a count of the rest, and each cell's
     message at MAX_MESSAGE: a notebook's record, feedback and CSV field stay small whatever a child reports."""
-    from autograder.record import MAX_MESSAGE, MAX_PROBLEMS, CellResult, Record, _bounded
+    from autograder.grading.record import MAX_MESSAGE, MAX_PROBLEMS, CellResult, Record, _bounded
 
     record = Record("nb.ipynb", "graded", reason="R" * 10**6)
     record.cells = [CellResult("t", 1.0, 0.0, "M" * 10**6), CellResult("u", 1.0, 1.0, "passed")]

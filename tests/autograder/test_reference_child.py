@@ -25,9 +25,10 @@ from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
-from autograder import record, sandbox
 from autograder.demo.submissions import PE, ROPE
-from autograder.sandbox import Limits, Sandbox
+from autograder.grading import record
+from autograder.sandbox import sandbox
+from autograder.sandbox.sandbox import Limits, Sandbox
 from posref.grading.child.processes import cpu_seconds
 from posref.grading.child.remote import Child
 

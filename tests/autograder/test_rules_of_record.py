@@ -8,8 +8,8 @@ import pytest
 from course_helpers import grade_with_answers
 
 from autograder.course import REPO
-from autograder.record import _broken_rule, grade_notebook
-from autograder.sandbox import Sandbox
+from autograder.grading.record import _broken_rule, grade_notebook
+from autograder.sandbox.sandbox import Sandbox
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
 
@@ -57,7 +57,7 @@ def test_the_answer_cell_that_defines_the_function_is_the_one_read():
 
 
 def test_each_notebook_states_the_rules_its_grader_enforces_once():
-    from autograder.record import checker_calls
+    from autograder.grading.record import checker_calls
     from posref.grading.rules import RULES
 
     for path in sorted((REPO / "solutions").glob("0*/*.ipynb")):

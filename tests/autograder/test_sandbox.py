@@ -8,7 +8,7 @@ import pytest
 from course_helpers import needs_bwrap, plain_child
 
 from autograder.course import REPO
-from autograder.sandbox import Sandbox, submission_files
+from autograder.sandbox.sandbox import Sandbox, submission_files
 from posref.grading.child.remote import Child, ChildFailed
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import seccomp
 from autograder.course import REPO
 from autograder.demo.submissions import PE
-from autograder.record import _Children, _run_check
-from autograder.sandbox import Limits, Sandbox
+from autograder.grading.record import _Children, _run_check
+from autograder.sandbox import seccomp
+from autograder.sandbox.sandbox import Limits, Sandbox
 from posref.grading.child.remote import Child, ChildFailed
 from posref.grading.child.scratch import remove_tree
 from posref.grading.report import StudentError

@@ -1,4 +1,4 @@
-"""zh-CN from zh-TW (autograder/simplified.py): OpenCC's Taiwan-to-mainland phrases, the glossary's terms where that
+"""zh-CN from zh-TW (autograder/editions/simplified.py): OpenCC's Taiwan-to-mainland phrases, the glossary's terms where that
 conversion is wrong, what a translation keeps left alone, and a reviewer's work never converted over."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import polib
 import pytest
 
-from autograder import simplified
-from autograder.simplified import convert
+from autograder.editions import simplified
+from autograder.editions.simplified import convert
 
 pytest.importorskip("opencc", reason="opencc is in the dev extra: pip install -e '.[dev]'")
 

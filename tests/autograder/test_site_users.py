@@ -1,4 +1,4 @@
-"""The course's record of site users (autograder/site_users.py) through `import`: one Canvas or Moodle user is one
+"""The course's record of site users (autograder/intake/site_users.py) through `import`: one Canvas or Moodle user is one
 student id across assignments and imports, and a conflict is refused with both sides named, never merged."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import site_users
-from autograder.submissions import import_submissions
+from autograder.intake import site_users
+from autograder.intake.submissions import import_submissions
 
 WHEN = (2026, 10, 5, 20, 0, 0)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.record import _Children, _run_check, _timed_against_reference
-from autograder.sandbox import Sandbox
+from autograder.grading.record import _Children, _run_check, _timed_against_reference
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading import CheckFailed
 from posref.grading.cases import Draw
 from posref.grading.child.remote import RemoteFunction
@@ -309,7 +309,7 @@ def test_a_speed_point_needs_the_functions_correctness_check_and_says_so_in_one_
     import nbformat
 
     from autograder.course import REPO
-    from autograder.record import grade_notebook
+    from autograder.grading.record import grade_notebook
 
     source = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
     submitted = nbformat.read(source, as_version=4)

@@ -1,4 +1,4 @@
-"""The page the formgrader shows for a notebook nbgrader refused (autograder/stand_in.py), on a battery of the
+"""The page the formgrader shows for a notebook nbgrader refused (autograder/grading/stand_in.py), on a battery of the
 metadata a student can hand in: nbgrader's own validator takes every stand-in, none keeps the student's metadata,
 and the reasons are one line of a code block each, whatever they hold. Through the real commands:
 test_refused_notebook.py."""
@@ -12,7 +12,7 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.course import REPO
-from autograder.stand_in import MAX_REASON, MAX_REASONS, refusal, stand_in
+from autograder.grading.stand_in import MAX_REASON, MAX_REASONS, refusal, stand_in
 
 SOURCE = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
 MARKUP = '<script>fetch("/pwned")</script>\n\n<img src=x onerror=alert(1)>'

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import late
-from autograder.submissions import import_submissions
+from autograder.intake import late
+from autograder.intake.submissions import import_submissions
 
 
 def _archive(tmp_path: Path, files: list[str], fmt: str = "zip") -> Path:
@@ -140,7 +140,7 @@ def test_an_archive_beyond_the_bounds_is_refused_whole_before_anything_is_writte
 ):
     """An archive was unpacked with no bound on its entries or size. The bounds are lowered here (a real one
     would be a 100,000-entry or 8 GiB archive); what a header declares is read before anything is written."""
-    from autograder import unpack
+    from autograder.intake import unpack
 
     course = tmp_path / "course"
     monkeypatch.setenv("POSREF_COURSE_DIR", str(course))

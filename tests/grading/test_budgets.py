@@ -198,7 +198,7 @@ def test_every_speed_check_names_the_correctness_check_its_notebook_runs_on_the_
     # depends on the correctness cells of the same function) must agree on which check that is
     import json
 
-    from autograder.record import checker_calls
+    from autograder.grading.record import checker_calls
     from posref import grading
 
     by_speed = {f"check_{c.name}_speed": c for c in _speed_checks()}

@@ -1,9 +1,9 @@
 """posref's messages stay in step with their catalogs (issue 28, item 4: "a checker message has no translation"
 fails here), keep their placeholders, and a checker that fails in zh-TW or zh-CN says so in Chinese.
 
-The messages are read from the source (``autograder.messages.extract``, an AST walk of every ``_("...")`` and
+The messages are read from the source (``autograder.editions.messages.extract``, an AST walk of every ``_("...")`` and
 ``N_("...")``), never from the catalogs themselves. After changing or adding a message: ``python -m
-autograder.messages`` adds it to both catalogs (untranslated, or fuzzy beside the old translation), then translate it.
+autograder.editions.messages`` adds it to both catalogs (untranslated, or fuzzy beside the old translation), then translate it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import student_impls as s
 import torch
 
-from autograder import messages
+from autograder.editions import messages
 from posref import grading, i18n
 from posref.grading import CheckFailed
 
@@ -41,7 +41,7 @@ def test_every_message_has_a_translation(source_messages, catalog):
     entries = {e.msgid: e for e in po if not e.obsolete}
     missing = [m for m in source_messages if m not in entries]
     assert not missing, (
-        f"{language}: messages not in the catalog (run python -m autograder.messages): {missing}"
+        f"{language}: messages not in the catalog (run python -m autograder.editions.messages): {missing}"
     )
     assert not po.untranslated_entries(), f"{language}: untranslated:\n{_listed(po.untranslated_entries())}"
     assert not po.fuzzy_entries(), (

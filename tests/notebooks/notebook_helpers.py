@@ -154,7 +154,7 @@ def execute_at_defaults(name: str, tmp_path: Path, monkeypatch, *, nb=None, time
 
 
 def sandbox_problem() -> str | None:
-    from autograder.sandbox import Sandbox
+    from autograder.sandbox.sandbox import Sandbox
 
     return Sandbox().problem
 
@@ -183,7 +183,7 @@ def assert_round_trip(
     for key, value in notebook_env(course, POSREF_GRADING="1").items():
         monkeypatch.setenv(key, value)
     if problem is None:
-        from autograder.grade import autograde
+        from autograder.grading.grade import autograde
 
         results = {
             r["student"]: r

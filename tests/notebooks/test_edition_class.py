@@ -1,7 +1,7 @@
 """A class whose students hand in different editions of one assignment is graded as one class (issue 28.5): the same
 grade ids and points for everyone, each edition's solution full marks and its untouched release 0 in the score of
 record and the gradebook, and each student's feedback in the language of the edition they handed in (the edition is
-read from the submitted notebook's metadata: autograder/record.py).
+read from the submitted notebook's metadata: autograder/grading/record.py).
 
 The byte-identity of code across editions, which is what lets one gradebook grade them, is tested for every notebook
 (tests/autograder/test_edition_release.py); this grades one assignment by default. ``POSREF_EDITION_ASSIGNMENTS``
@@ -19,7 +19,7 @@ import shutil
 import notebook_helpers as nh
 import pytest
 
-from autograder.editions import EDITIONS, ENGLISH, TEXT_STUB
+from autograder.editions.notebook import EDITIONS, ENGLISH, TEXT_STUB
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def graded(request, tmp_path_factory):
         ).items():
             mp.setenv(key, value)
         from autograder.course import feedback, release
-        from autograder.grade import autograde
+        from autograder.grading.grade import autograde
 
         mp.setenv("POSREF_LANG", "zh-CN")
         release(name)
@@ -118,7 +118,7 @@ def test_the_export_says_which_edition_each_student_was_graded_in(graded, tmp_pa
     course's (a formula there never reaches the CSV), empty for a notebook that could not be read."""
     import csv
 
-    from autograder.export import export
+    from autograder.grading.export import export
 
     name, course, _, _ = graded
     monkeypatch.setenv("POSREF_COURSE_DIR", str(course))

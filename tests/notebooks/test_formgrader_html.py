@@ -14,8 +14,8 @@ import pytest
 from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
 from xss_payloads import hostile_notebook
 
-from autograder import lab as instructor_lab
-from autograder import lab_server
+from autograder.pages import lab as instructor_lab
+from autograder.pages import lab_server
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "01_order" / "01_order.ipynb"
@@ -201,7 +201,7 @@ def test_the_instructors_server_has_no_terminals_and_the_courses_formgrader(monk
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
     command = instructor_lab.lab_command()
     assert "--ServerApp.terminals_enabled=False" in command
-    assert "--ServerApp.jpserver_extensions=autograder.lab_server=True" in command
+    assert "--ServerApp.jpserver_extensions=autograder.pages.lab_server=True" in command
     assert "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False" in command
 
 

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import lab as instructor_lab
 from autograder.course import CONFIG
+from autograder.pages import lab as instructor_lab
 from posref import launch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -61,7 +61,7 @@ def graders():
     if nh.sandbox_problem() is not None:
         yield None
         return
-    from autograder.cluster import LoopbackCluster
+    from autograder.grading.cluster import LoopbackCluster
 
     with LoopbackCluster(workers=2) as cluster:
         yield cluster.address

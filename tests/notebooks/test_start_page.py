@@ -35,7 +35,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     save_notebook,
 )
 
-from autograder.start_page import release_start_page, released_start_page
+from autograder.release.start_page import release_start_page, released_start_page
 from posref import launch
 from posref.explorers import scaling_explorer
 

@@ -20,8 +20,8 @@ import nbformat
 import notebook_helpers as nh
 import pytest
 
-from autograder.record import grade_notebook
-from autograder.sandbox import Sandbox
+from autograder.grading.record import grade_notebook
+from autograder.sandbox.sandbox import Sandbox
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
 

@@ -10,7 +10,7 @@ and the private ``/tmp`` and ``/dev/shm`` before it reports the exit status, and
 fork; the fork closes the server's socket and serves the grader exactly as a started child does
 (``remote.serve``). So a child still starts with nothing of another student's: no process (killed), no file
 (removed), no memory (a fork of a server that never ran student code), no IPC object or key (the calls that make
-them are refused: ``autograder/seccomp.py``; the server's IPC namespace and keyrings are every fork's). The server is not dumpable
+them are refused: ``autograder/sandbox/seccomp.py``; the server's IPC namespace and keyrings are every fork's). The server is not dumpable
 (``PR_SET_DUMPABLE`` 0), so a child cannot ptrace it or read its memory to reach the next child; a child that
 kills or stops it costs a restart of the server, nothing more.
 

@@ -1,6 +1,6 @@
 """The processes of a sandboxed child, found and stopped: what keeps a student's processes off the CPU while the
 reference is timed (``posref.grading.speed.timing``); and the CPU time they used, what tells the grader to start a
-long-lived child of its own afresh before its CPU limit ends it (``autograder.record``).
+long-lived child of its own afresh before its CPU limit ends it (``autograder.grading.record``).
 
 A child's processes are its descendants and whatever is left in its session (a process whose parent died is
 adopted by the sandbox's first process, or, without the sandbox, by some other process: then its session still

@@ -1,6 +1,6 @@
 """Running a student's functions in another process, so that checks run where student code cannot reach.
 
-The trusted process (the grader) starts a child (normally inside a sandbox, see ``autograder/sandbox.py``), sends
+The trusted process (the grader) starts a child (normally inside a sandbox, see ``autograder/sandbox/sandbox.py``), sends
 it the code of the answer cells, and then calls the functions those cells define through ``RemoteFunction``:
 arguments go to the child, results come back, and every comparison, every reference value and every clock
 reading stays in the grader. Whatever the student's code patches (posref, torch.testing, the clock, the
@@ -24,7 +24,7 @@ copy of the inputs, the last output and the checksums per round, whatever the nu
 Why here and not in autograder/: both ends of the protocol are this module. The child runs
 ``from posref.grading.child.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
 included), so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
-``autograder.record``, sits beside it so that the two cannot drift apart.
+``autograder.grading.record``, sits beside it so that the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class Child:
         deadline: a ``time.monotonic()`` time after which the child gets no more time at all (the grader's
             budget for a whole notebook); waiting past it raises ``BudgetSpent``.
         files: ``[(kind, path, data), ...]`` written into the child's working directory before the first cell
-            (``autograder.sandbox.submission_files``).
+            (``autograder.sandbox.sandbox.submission_files``).
         on_close: called once when the child is closed (or could not be started), after it was killed.
         launch: ``launch(read_fd, write_fd, shared_fd)`` -> a process (``pid``, ``poll()``, ``wait()``) serving
             those pipes and that buffer, instead of starting ``command`` (a fork of ``posref.grading.child.forkserver``: no Python start, no import).
@@ -356,7 +356,7 @@ class Child:
         """Why the child no longer reads its pipe, once it has ended: a process killed by a signal closes its pipes
         a moment before its exit status can be read, so it gets ``EXIT_GRACE`` seconds to end by itself (and the
         reason is its own, e.g. its CPU limit), then it is killed. Either way it is not alive afterwards: the grader
-        tells a failed child by that (``autograder.record``)."""
+        tells a failed child by that (``autograder.grading.record``)."""
         deadline = time.monotonic() + EXIT_GRACE
         while self.process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -579,7 +579,7 @@ class RemoteFunction(TimedElsewhere):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = self.child.call(self.__name__, args, kwargs, watch=self.watch, ran=self.ran)
-        if self.ran:  # the check stops here: the grader's message says what ran (autograder.record)
+        if self.ran:  # the check stops here: the grader's message says what ran (autograder.grading.record)
             raise StudentError(
                 _("ran {name}, which its notebook's rules forbid").format(name=self.ran[0]), raised=False
             )

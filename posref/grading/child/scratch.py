@@ -14,7 +14,7 @@ from typing import Any
 
 def write_files(entries: Sequence[tuple[str, str, Any]]) -> None:
     """Write the submission folder's files into the working directory (the child does this before any cell;
-    see ``autograder.sandbox.submission_files``); one that cannot be written (a full tmpfs, a name too long) is
+    see ``autograder.sandbox.sandbox.submission_files``); one that cannot be written (a full tmpfs, a name too long) is
     left out."""
     for kind, path, data in entries:
         try:

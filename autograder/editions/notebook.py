@@ -33,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+LOCALE_DIR = Path(__file__).resolve().parents[2] / "locale"
 ENGLISH = "en"
 # each edition's tag (BCP 47, as posref.i18n and `posref lab --lang` spell it) -> its catalogs' folder in locale/
 EDITIONS = {"zh-TW": "zh_TW", "zh-CN": "zh_CN"}

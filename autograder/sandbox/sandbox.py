@@ -41,9 +41,9 @@ from typing import Any
 
 import torch
 
-from autograder import seccomp
-from autograder.cgroup import MemoryGroup, MemoryGroups
 from autograder.course import REPO
+from autograder.sandbox import seccomp
+from autograder.sandbox.cgroup import MemoryGroup, MemoryGroups
 from posref._data import DATA_DIR
 from posref.grading.child.forkserver import ForkServer, ServerGone
 from posref.grading.child.processes import cpu_seconds

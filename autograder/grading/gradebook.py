@@ -8,7 +8,7 @@ import nbformat
 from nbgrader.preprocessors import SaveAutoGrades
 
 from autograder import course
-from autograder.editions import EDITIONS, ENGLISH, TEXT_STUB
+from autograder.editions.notebook import EDITIONS, ENGLISH, TEXT_STUB
 from posref import i18n
 from posref.i18n import _
 

@@ -14,7 +14,7 @@ views are sanitised, every page has a Content-Security-Policy, the Autograde but
 each written answer is followed by its model answer; terminals are off.
 
 Formulas render offline: the formgrader's pages load MathJax from this server (the jupyter-server-mathjax
-package) instead of a CDN, through the template ``autograder/jupyter_data/.../formgrade/mathjax.html.j2``, which
+package) instead of a CDN, through the template ``autograder/pages/jupyter_data/.../formgrade/mathjax.html.j2``, which
 the server finds first on ``JUPYTER_PATH`` (as it finds the view's template ``posref_formgrade``).
 """
 
@@ -40,7 +40,7 @@ def lab_command(extra: Sequence[str] = ()) -> list[str]:
         f"--FileCheckpoints.checkpoint_dir={course.course_dir() / 'checkpoints'}",
         # the formgrader loaded by the course's server extension (sanitised views, a CSP, the score of record
         # behind the Autograde button) instead of nbgrader's own
-        "--ServerApp.jpserver_extensions=autograder.lab_server=True",
+        "--ServerApp.jpserver_extensions=autograder.pages.lab_server=True",
         "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False",
         # grading needs no terminal: none to open, none to create
         "--ServerApp.jpserver_extensions=jupyter_server_terminals=False",

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import polib
 
-from autograder.catalogs import LOCALE_DIR
-from autograder.editions import PROTECTED, string_literal
+from autograder.editions.catalogs import LOCALE_DIR
+from autograder.editions.notebook import PROTECTED, string_literal
 
 GLOSSARY = LOCALE_DIR / "glossary.csv"
 OPENCC_CONFIG = "tw2sp"

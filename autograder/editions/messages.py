@@ -13,7 +13,7 @@ deletes it. ``seed_simplified`` fills the zh-CN catalog's untranslated entries f
 Taiwan-to-mainland conversion (``tw2sp``) and ``mainland``'s term fixes (``locale/glossary.csv``'s zh-CN column,
 where OpenCC differs), marked fuzzy: a reviewer reads each and clears the flag.
 
-    python -m autograder.messages            # update both catalogs from the source, seed zh-CN
+    python -m autograder.editions.messages            # update both catalogs from the source, seed zh-CN
 """
 
 from __future__ import annotations

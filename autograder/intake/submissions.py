@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from autograder import late, lms, site_users
 from autograder.course import assignments, course_dir, require_assignment, source_dir, submission_dir
-from autograder.unpack import MAX_DEPTH, unpack
+from autograder.intake import late, lms, site_users
+from autograder.intake.unpack import MAX_DEPTH, unpack
 
 MAX_SUBMISSION = (
     32 * 2**20

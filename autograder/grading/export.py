@@ -18,10 +18,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import late
 from autograder.course import course_dir, gradebook, printable, require_assignment, source_dir
-from autograder.editions import EDITIONS, ENGLISH
-from autograder.submissions import fingerprint
+from autograder.editions.notebook import EDITIONS, ENGLISH
+from autograder.intake import late
+from autograder.intake.submissions import fingerprint
 
 FIELDS = [
     "student",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.editions import EDITIONS, ENGLISH
+from autograder.editions.notebook import EDITIONS, ENGLISH
 from posref import i18n
 from posref.grading.child.plain_data import student_text
 from posref.i18n import _

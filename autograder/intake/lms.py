@@ -29,8 +29,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import site_users
-from autograder.site_users import SiteUsers
+from autograder.intake import site_users
+from autograder.intake.site_users import SiteUsers
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<file_id>\d+)_(?P<file>.+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_$")

@@ -25,8 +25,8 @@ from pathlib import Path, PurePosixPath
 import torch
 
 from autograder.course import private_folder
-from autograder.record import Record, grade_notebook
-from autograder.sandbox import Sandbox
+from autograder.grading.record import Record, grade_notebook
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.plain_data import student_text
 
 # apart from 61000 (a Sandbox made without a uid: tests, the notebooks' checks) and from 61001, 61002, … (the

@@ -24,7 +24,7 @@ from pathlib import Path
 import polib
 
 from autograder.course import REPO
-from autograder.editions import LOCALE_DIR, notebook_messages, translation_problems
+from autograder.editions.notebook import LOCALE_DIR, notebook_messages, translation_problems
 
 SOURCE_DIR = REPO / "solutions"
 START_PAGE = "00_start"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.catalogs import LOCALE_DIR, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
 from autograder.course import REPO, config, tools_on_path
-from autograder.editions import EDITIONS, TEXT_STUB, edition_notebook
+from autograder.editions.catalogs import LOCALE_DIR, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
+from autograder.editions.notebook import EDITIONS, TEXT_STUB, edition_notebook
 
 EDITIONS_DIR = REPO / "editions"
 
@@ -77,7 +77,9 @@ def release(edition: str, assignments: list[str], *, out: Path = EDITIONS_DIR) -
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import SaveCells
 
-    from autograder.start_page import release_start_page  # imports posref: only where a release is made
+    from autograder.release.start_page import (
+        release_start_page,  # imports posref: only where a release is made
+    )
 
     source, target = out / edition / "solutions", out / edition / "notebooks"
     settings = config()

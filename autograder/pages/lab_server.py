@@ -45,7 +45,7 @@ from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
 from tornado import web
 
 from autograder import course
-from autograder.sanitize import CleanMarkdownExporter, StudentCellsSanitized
+from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized
 from posref_jupyter import offline_math
 
 NONCE: ContextVar[str] = ContextVar("posref_csp_nonce", default="")
@@ -336,4 +336,4 @@ def _load_jupyter_server_extension(serverapp) -> None:
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "autograder.lab_server"}]
+    return [{"module": "autograder.pages.lab_server"}]

@@ -24,8 +24,8 @@ import nbformat
 
 import posref.grading as checkers
 from autograder.course import NOTEBOOK_TIMEOUT
-from autograder.editions import ENGLISH, edition_of
-from autograder.sandbox import Sandbox, submission_files
+from autograder.editions.notebook import ENGLISH, edition_of
+from autograder.sandbox.sandbox import Sandbox, submission_files
 from posref import i18n
 from posref.grading import rules
 from posref.grading.child.forkserver import ServerGone

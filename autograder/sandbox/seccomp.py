@@ -16,7 +16,7 @@ limit counts, or leave something in the kernel that outlives it:
 Nothing a notebook of this course does needs them (Python's ``multiprocessing`` and torch share memory through
 files in ``/dev/shm``, which is a size-limited tmpfs emptied between children). Refused (``EPERM``, which Python
 raises as ``PermissionError``), what a child holds is bounded by its processes' address spaces even where no memory
-cgroup can be had (see ``autograder/cgroup.py``), and nothing of it is left when its processes end. The filter
+cgroup can be had (see ``autograder/sandbox/cgroup.py``), and nothing of it is left when its processes end. The filter
 is installed in the forked child before exec (``set_limits``),
 so it holds for everything the child starts; a call from another architecture's ABI (x32, i386) kills the
 process, since it could reach these calls under other numbers.

@@ -30,8 +30,6 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder import gradebook, late, stand_in
-from autograder.cluster import dask_client
 from autograder.course import (
     CONFIG,
     NOTEBOOK_TIMEOUT,
@@ -41,9 +39,12 @@ from autograder.course import (
     source_dir,
     tools_on_path,
 )
-from autograder.gradebook import PendingScores
-from autograder.submissions import Refused, check_submission, fingerprint, read_submission
-from autograder.worker import score_student
+from autograder.grading import gradebook, stand_in
+from autograder.grading.cluster import dask_client
+from autograder.grading.gradebook import PendingScores
+from autograder.grading.worker import score_student
+from autograder.intake import late
+from autograder.intake.submissions import Refused, check_submission, fingerprint, read_submission
 from posref.grading.child.plain_data import student_text
 
 NO_WORKERS_WAIT = 120.0  # seconds a run with students left waits for a worker before it stops
@@ -55,7 +56,7 @@ _APIS: dict[tuple[str, ...], object] = {}
 def _nbgrader_api():
     """nbgrader's Python API with the course configuration, built once per course (starting nbgrader's command
     line per student costs seconds). The notebook itself is never executed by nbgrader here: the score of
-    record is computed in the sandbox (autograder/record.py) and written in afterwards."""
+    record is computed in the sandbox (autograder/grading/record.py) and written in afterwards."""
     key = tuple(
         os.environ.get(n, "") for n in ("POSREF_COURSE_DIR", "POSREF_SOURCE_DIR", "POSREF_RELEASE_DIR")
     )

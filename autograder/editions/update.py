@@ -13,8 +13,8 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import catalogs
-from autograder.catalogs import (
+from autograder.editions import catalogs
+from autograder.editions.catalogs import (
     LOCALE_DIR,
     SOURCE_DIR,
     catalog_path,
@@ -22,8 +22,8 @@ from autograder.catalogs import (
     source_notebooks,
     write_catalog,
 )
-from autograder.editions import EDITIONS
-from autograder.simplified import Conversion, simplified
+from autograder.editions.notebook import EDITIONS
+from autograder.editions.simplified import Conversion, simplified
 
 TRADITIONAL, SIMPLIFIED = EDITIONS["zh-TW"], EDITIONS["zh-CN"]
 
