@@ -35,6 +35,7 @@ from autograder.demo.build import write_submissions
 from autograder.grading import grade
 from autograder.grading.cluster import LoopbackCluster
 from autograder.intake.submissions import import_submissions
+from autograder.release.assignment import release
 
 
 def _assignments(assignment: str | None) -> list[str]:
@@ -76,7 +77,7 @@ def run(students: int, workers: int, assignments: list[str], scheduler: str | No
         os.environ["POSREF_RELEASE_DIR"] = str(course.course_dir() / "release")
     per: dict[str, dict] = {}
     for name in assignments:
-        course.release(name)
+        release(name)
         with tempfile.TemporaryDirectory() as tmp:
             _submissions(name, Path(tmp))
             for i in range(students):

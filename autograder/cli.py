@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 from autograder import course
-from autograder.course import parse_time
 from autograder.editions.notebook import EDITIONS
+from autograder.intake.late import parse_time
 
 
 def _positive_int(text: str) -> int:
@@ -103,16 +103,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.command == "release":
-        written = course.release(args.assignment)
-        if args.lang != "en":
-            from autograder.editions.catalogs import START_PAGE
-            from autograder.release import editions as edition_release
+        from autograder.release import assignment
 
-            out = edition_release.editions_dir()
-            names = [args.assignment, START_PAGE]
-            edition_release.write_solutions(args.lang, names, source_dir=course.source_dir(), out=out)
-            written += edition_release.release(args.lang, [args.assignment], out=out)
-        print(course.release_summary(args.assignment, written))
+        written = assignment.release(args.assignment)
+        if args.lang != "en":
+            written += assignment.release_edition(args.assignment, args.lang)
+        print(assignment.release_summary(args.assignment, written))
     elif args.command == "import":
         from autograder.intake.submissions import import_submissions
 
@@ -139,7 +135,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         raise SystemExit(status)
     elif args.command == "feedback":
-        failed = course.feedback(args.assignment)
+        from autograder.pages.feedback import feedback
+
+        failed = feedback(args.assignment)
         folder = course.course_dir() / "feedback"
         pages = [p for p in sorted(folder.glob(f"*/{args.assignment}/*.html")) if p.parts[-3] not in failed]
         print(f"feedback {args.assignment}: {len(pages)} page(s) in {folder}/<student>/{args.assignment}/:")

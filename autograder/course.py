@@ -18,11 +18,7 @@ import sys
 import tempfile
 import unicodedata
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
-
-from traitlets import Dict
-from traitlets.config import Configurable
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
@@ -218,66 +214,6 @@ def config():
     return PyFileConfigLoader(str(CONFIG)).load_config()
 
 
-# Due dates (late work: autograder/intake/late.py)
-
-
-class CourseDueDates(Configurable):
-    """Each assignment's due date, in ``nbgrader_config.py``."""
-
-    due_dates = Dict(
-        help="assignment -> due date, a time with its zone, e.g. '2026-10-05 23:59:00 +02:00' or '... UTC'; "
-        "an assignment not listed keeps the due date of nbgrader's gradebook (`nbgrader db assignment add "
-        "NAME --duedate=...`), or has none (never late)"
-    ).tag(config=True)
-
-
-def aware(when: datetime) -> datetime:
-    """nbgrader's UTC times are naive: the same time, marked UTC."""
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
-
-
-def parse_time(text: str) -> datetime:
-    """A time typed by an instructor (``--timestamp``, a due date): any form nbgrader reads; without a zone,
-    UTC (nbgrader's rule)."""
-    from nbgrader.utils import parse_utc
-
-    try:
-        return aware(parse_utc(text))
-    except (ValueError, OverflowError) as err:
-        raise SystemExit(
-            f"{text!r} is not a time: write one such as '2026-10-05 23:59:00 UTC' or '2026-10-05T23:59+02:00'"
-        ) from err
-
-
-def configured_due_dates(config) -> dict[str, datetime]:
-    return {a: parse_time(str(t)) for a, t in CourseDueDates(config=config).due_dates.items()}
-
-
-def due_date(assignment: str) -> datetime | None:
-    """The assignment's due date (UTC): the configuration's, else the gradebook's, else None."""
-    from nbgrader.api import MissingEntry
-
-    configured = configured_due_dates(config()).get(assignment)
-    if configured is not None or not has_gradebook():
-        return configured
-    with gradebook() as gb:
-        try:
-            when = gb.find_assignment(assignment).duedate
-        except MissingEntry:
-            return None
-    return None if when is None else when.replace(tzinfo=timezone.utc)
-
-
-def enter_due_date(assignment: str) -> None:
-    """``assignment`` in nbgrader's gradebook (where nbgrader counts how late a submission is), with the
-    configuration's due date when it gives one; otherwise the gradebook's due date, if any, stays."""
-    when = configured_due_dates(config()).get(assignment)
-    with gradebook() as gb:
-        gb.update_or_create_assignment(
-            assignment, **({} if when is None else {"duedate": when.replace(tzinfo=None)})
-        )
-
-
 def assignments() -> list[str]:
     """The assignments of the course: folders of the source directory (``solutions/``) that hold a notebook."""
     return sorted({p.parent.name for p in source_dir().glob("*/*.ipynb")})
@@ -310,56 +246,3 @@ def require_released(assignment: str) -> None:
 def release_dir() -> Path:
     """nbgrader's release directory: ``notebooks/``, or ``$POSREF_RELEASE_DIR`` relative to the repository."""
     return REPO / os.environ.get("POSREF_RELEASE_DIR", "notebooks")
-
-
-def release(assignment: str) -> list[Path]:
-    """``nbgrader generate_assignment`` (``solutions/`` -> ``notebooks/``), entering it in the gradebook; the
-    course's start page (``00_start.ipynb``, no assignment) is released beside it. -> the files written."""
-    from autograder.release.start_page import release_start_page
-
-    require_assignment(assignment)  # else nbgrader would add the misspelt name to the gradebook, then fail
-    enter_due_date(assignment)
-    nbgrader("generate_assignment", assignment, "--force")
-    start = release_start_page(source_dir(), release_dir())
-    written = sorted(p for p in (release_dir() / assignment).rglob("*") if p.is_file())
-    return written + ([start] if start is not None else [])
-
-
-def release_summary(assignment: str, written: list[Path]) -> str:
-    """What ``release`` did, for the terminal: the files written, the gradebook, and what it left alone."""
-    lines = [f"released {assignment} (entered in the gradebook {course_dir() / 'gradebook.db'}); wrote:"]
-    lines += [f"  {path}" for path in written]
-    lines.append(
-        "Students' own copies are not touched: `posref lab` (make lab) works in the checkout's work/ and brings "
-        "a new version there at its next start, beside any notebook the student changed."
-    )
-    return "\n".join(lines)
-
-
-def feedback(assignment: str) -> dict[str, str]:
-    """nbgrader's ``generate_feedback`` (hidden tests cleared, what students wrote sanitised: nbgrader_config),
-    one student at a time through its Python API: a student nbgrader cannot take is that student's failure, and
-    every other student gets their page. Returns student -> why they got none (nbgrader's last error line)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    require_assignment(assignment)
-    settings = config()
-    api = NbGraderAPI(coursedir=CourseDirectory(config=settings), config=settings)
-    autograded = course_dir() / "autograded"
-    students = sorted(p.parent.name for p in autograded.glob(f"*/{assignment}") if p.is_dir())
-    failed = {}
-    for student in students:
-        if student_id_problem(student) is not None:  # nbgrader would read the id as a glob
-            failed[student] = student_id_problem(student)
-            continue
-        try:
-            with tools_on_path():
-                result = api.generate_feedback(assignment, student, force=True)
-            ok, why = result["success"], result.get("error") or result.get("log") or ""
-        except Exception as err:  # nbgrader on this student's notebook: the others go on
-            ok, why = False, f"{type(err).__name__}: {err}"
-        if not ok:
-            lines = [line for line in why.strip().splitlines() if line.strip()]
-            failed[student] = lines[-1] if lines else "nbgrader gave no reason"
-    return failed

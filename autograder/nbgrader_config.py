@@ -70,7 +70,7 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
-# for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.intake.late)
+# for nbgrader started from anywhere (a plain `nbgrader autograde` imports autograder.grading.penalty)
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 from autograder.course import groupshared, open_course_folder  # noqa: E402
@@ -105,8 +105,9 @@ c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplemented
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
 
-# Late work (autograder/intake/late.py). Each assignment's due date, a time with its zone; an assignment not listed keeps
-# the due date of the gradebook (`nbgrader db assignment add NAME --duedate=...`) or has none (never late):
+# Late work (autograder/intake/late.py, the penalty autograder/grading/penalty.py). Each assignment's due date, a
+# time with its zone; an assignment not listed keeps the due date of the gradebook (`nbgrader db assignment add
+# NAME --duedate=...`) or has none (never late):
 c.CourseDueDates.due_dates = {
     # "01_order": "2026-10-05 23:59:00 +02:00",
 }
@@ -114,7 +115,7 @@ c.CourseDueDates.due_dates = {
 # started hour late, and all of it from 72 hours late; nbgrader's own "nbgrader.plugins.LateSubmissionPlugin"
 # with c.LateSubmissionPlugin.penalty_method = "zero" gives 0 to any late submission, "none" no penalty.
 c.AssignLatePenalties.plugin_class = (
-    "autograder.intake.late.PenaltyPerHour"  # a name: only autograde imports it
+    "autograder.grading.penalty.PenaltyPerHour"  # a name: only autograde imports it
 )
 c.PenaltyPerHour.fraction_per_hour = 0.01
 c.PenaltyPerHour.zero_after_hours = 72.0

@@ -1,8 +1,8 @@
 """Formulas in the course's HTML pages render offline: MathJax 2 from the jupyter-server-mathjax package, with the
 course's configuration (``static/mathjax_config.js``). Three kinds of page:
 
-* the instructor's formgrader loads it from the instructor's server (``autograder/pages/jupyter_data/nbconvert/templates/
-  formgrade``);
+* the instructor's formgrader loads it from the instructor's server
+  (``autograder/pages/jupyter_data/nbconvert/templates/formgrade``);
 * a feedback page is a file a student opens anywhere, so ``MathJaxBeside`` (one of ``GenerateFeedback``'s
   preprocessors, ``autograder/nbgrader_config.py``) has nbconvert's writer put the part of MathJax that a page of
   the course uses into ``mathjax/`` beside it (about 2 MB: the TeX input, the HTML-CSS output with its STIX-Web

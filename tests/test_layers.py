@@ -7,9 +7,13 @@ grading package (posref.grading) never imports training, the explorers or the no
 retrains), and shows three concerns over a shared base (cases, report, rules): the checkers of each notebook
 (posref.grading.checks) import neither the speed machinery nor the score of record's child; the speed machinery
 (posref.grading.speed) imports neither a notebook's checkers nor the child; the child (posref.grading.child)
-imports no checker; the shared base imports none of the three. No posref module imports the autograder, and nothing imports the autograder's command line but ``python -m
-autograder``. No import cycle among the project's modules. The registry's conventions: every scaling method has a
-checker in posref.grading or is listed below as having no exercise, and every speed checker has its reference.
+imports no checker; the shared base imports none of the three. No posref module imports the autograder.
+
+The autograder's rooms (autograder/__init__.py draws them) import only the rooms below them, ``AUTOGRADER_ARROWS``,
+which each room's ``__init__`` states on its last line; what a grading worker runs imports nothing of the
+instructor's side; nothing imports the autograder's command line but ``python -m autograder``. No import cycle
+among the project's modules. The registry's conventions: every scaling method has a checker in posref.grading or
+is listed below as having no exercise, and every speed checker has its reference.
 """
 
 from __future__ import annotations
@@ -142,12 +146,55 @@ def grading_part(module: str) -> str | None:
     return parts[2] if parts[2] in GRADING_PARTS else "base"
 
 
+# The autograder's rooms -> the rooms each may import (besides its own modules and the empty package). The
+# arrows go one way: test_the_autograders_arrows_go_one_way.
+AUTOGRADER_ARROWS = {
+    "package": set(),
+    "course": set(),
+    "intake": {"course"},
+    "sandbox": {"course"},
+    "editions": {"course"},
+    "pages": {"course"},
+    "release": {"course", "editions", "intake"},
+    "grading": {"course", "intake", "sandbox", "editions"},
+    "demo": {"course", "intake", "release", "grading", "pages"},
+    "measuring": {"course", "intake", "sandbox", "release", "grading", "demo"},
+    "cli": {"course", "intake", "editions", "release", "grading", "pages", "demo"},
+    "config": {"course", "pages"},
+    "main": {"cli"},
+}
+# the autograder's modules at its top, by room; every other module lives in the folder of its room
+AUTOGRADER_TOP = {
+    "autograder": "package",
+    "autograder.__main__": "main",
+    "autograder.cli": "cli",
+    "autograder.course": "course",
+    "autograder.nbgrader_config": "config",
+    "autograder.benchmark": "measuring",
+    "autograder.calibrate": "measuring",
+}
+# what a grading worker runs (it never sees the course folder): of grading, only these modules
+WORKER_SIDE = {"autograder.grading.worker", "autograder.grading.record"}
+
+
+def autograder_room(module: str) -> str | None:
+    """The room of an autograder module (its folder, or ``AUTOGRADER_TOP``'s name); None for a module at the top
+    that has no room, and for modules outside the autograder."""
+    parts = module.split(".")
+    if parts[0] != "autograder":
+        return None
+    if module in AUTOGRADER_TOP:
+        return AUTOGRADER_TOP[module]
+    return parts[1] if len(parts) > 2 or parts[1] in AUTOGRADER_ARROWS else None
+
+
 def arrow_violations(edges: Iterable[Import]) -> list[str]:
     """Each import against design.md's arrows, with the rule it breaks."""
     problems = []
     for edge in edges:
         source, target = layer(edge.source), layer(edge.target)
         part_of_source, part_of_target = grading_part(edge.source), grading_part(edge.target)
+        room, target_room = autograder_room(edge.source), autograder_room(edge.target)
         rules = [
             (
                 source == "core" and target not in ("core", "kernels"),
@@ -185,6 +232,20 @@ def arrow_violations(edges: Iterable[Import]) -> list[str]:
             (
                 target == "autograder-cli" and edge.source != "autograder.__main__",
                 "nothing imports the autograder's command line",
+            ),
+            (
+                room is not None
+                and target_room is not None
+                and target_room != room
+                and target_room not in AUTOGRADER_ARROWS.get(room, set()) | {"package"},
+                f"autograder's {room} imports only {', '.join(sorted(AUTOGRADER_ARROWS.get(room, ()))) or 'itself'}",
+            ),
+            (
+                edge.source in WORKER_SIDE
+                and (
+                    target_room == "intake" or (target_room == "grading" and edge.target not in WORKER_SIDE)
+                ),
+                "what a grading worker runs imports nothing of the instructor's side (intake, the rest of grading)",
             ),
         ]
         problems += [f"{edge}: {rule}" for broken, rule in rules if broken]
@@ -302,6 +363,37 @@ def test_no_import_cycles(edges):
     assert not cycles, "import cycles:\n" + "\n".join(details)
 
 
+def test_every_autograder_module_lives_in_a_room():
+    # a new module at the autograder's top, or a new folder, must be given its room and arrows here
+    homeless = [m for m in module_names(ROOT, ["autograder"]) if autograder_room(m) not in AUTOGRADER_ARROWS]
+    assert not homeless, f"autograder modules without a room in AUTOGRADER_ARROWS: {homeless}"
+
+
+def test_the_autograders_arrows_go_one_way():
+    # the rules themselves: every room they name exists, and no two rooms may import each other, however far apart
+    named = set().union(*AUTOGRADER_ARROWS.values())
+    assert named <= set(AUTOGRADER_ARROWS), named - set(AUTOGRADER_ARROWS)
+    rules = [
+        Import(room, other, "AUTOGRADER_ARROWS", False)
+        for room, to in AUTOGRADER_ARROWS.items()
+        for other in to
+    ]
+    assert import_cycles(rules) == []
+
+
+def test_each_room_says_what_it_may_import():
+    # a room's folder says what it owns and, on its docstring's last line, what it imports: the rule above
+    folders = sorted(p.parent for p in (ROOT / "autograder").glob("*/__init__.py"))
+    assert {f.name for f in folders} == set(AUTOGRADER_ARROWS) - set(AUTOGRADER_TOP.values())
+    for folder in folders:
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        last = doc.strip().splitlines()[-1] if doc.strip() else ""
+        stated = (
+            set(re.findall(r"``(\w+)``", last)) if last.startswith("Imports of the autograder:") else None
+        )
+        assert stated == AUTOGRADER_ARROWS[folder.name], f"autograder/{folder.name}/__init__.py says {last!r}"
+
+
 def test_every_scaling_method_has_a_checker_or_no_exercise():
     problems = unchecked_scaling_methods(posref.SCALING_METHODS, posref.grading.__all__, NO_EXERCISE)
     assert not problems, "\n".join(problems)
@@ -378,13 +470,35 @@ PLANTED = {
     "posref/grading/speed/timing.py": "from posref.grading.child.forkserver import ForkServer\n",
     "posref/grading/child/__init__.py": "",
     "posref/grading/child/forkserver.py": "",
-    "posref/grading/child/scratch.py": "",
+    "posref/grading/child/scratch.py": "from autograder.sandbox.sandbox import submission_files\n",
     "posref/grading/child/remote.py": "from posref.grading.speed.timing import Chain\nfrom posref.grading.checks import lab\n",
     "posref/explorers/__init__.py": "from posref.grading import cases\n",
     "autograder/__init__.py": "",
     "autograder/__main__.py": "from autograder.cli import main\n",
-    "autograder/cli.py": "from autograder.grading import record\n",
-    "autograder/grading/record.py": "import autograder.cli\n",
+    "autograder/cli.py": "from autograder.grading import record\nfrom autograder.editions import notebook\n",
+    "autograder/course.py": "def due():\n    from autograder.intake import late\n",
+    "autograder/nbgrader_config.py": "from autograder.pages.sanitize import CleanMarkdownExporter\n",
+    "autograder/benchmark.py": "from autograder.demo import build\n",
+    "autograder/intake/__init__.py": "",
+    "autograder/intake/late.py": "from autograder import course\n",
+    "autograder/intake/submissions.py": "from autograder.grading.grade import autograde\nfrom . import late\n",
+    "autograder/sandbox/__init__.py": "",
+    "autograder/sandbox/sandbox.py": "def f():\n    from autograder.editions import notebook\n",
+    "autograder/editions/__init__.py": "",
+    "autograder/editions/notebook.py": "",
+    "autograder/pages/__init__.py": "",
+    "autograder/pages/sanitize.py": "",
+    "autograder/pages/lab_server.py": "import importlib\nimportlib.import_module('autograder.grading.grade')\n",
+    "autograder/release/__init__.py": "",
+    "autograder/release/assignment.py": "from autograder.pages import sanitize\nfrom autograder.intake import late\n",
+    "autograder/grading/__init__.py": "",
+    "autograder/grading/grade.py": "from ..demo import build\nfrom autograder.grading import worker\n",
+    "autograder/grading/gradebook.py": "",
+    "autograder/grading/record.py": "import autograder.cli\nfrom autograder.sandbox import sandbox\n",
+    "autograder/grading/worker.py": "from autograder.grading import gradebook\nfrom autograder.intake import late\n"
+    "from autograder.grading import record\n",
+    "autograder/demo/__init__.py": "",
+    "autograder/demo/build.py": "from autograder import benchmark\n",
 }
 
 
@@ -411,11 +525,47 @@ def test_planted_arrow_violations_are_each_reported(planted):
         "posref/grading/speed/timing.py:1: posref.grading.speed.timing imports posref.grading.child.forkserver: the",
         "posref/grading/child/remote.py:2: posref.grading.child.remote imports posref.grading.checks.lab: the child",
         "posref/grading/report.py:1: posref.grading.report imports posref.grading.speed.timing: grading's shared",
-        "autograder/grading/record.py:1: autograder.grading.record imports autograder.cli: nothing imports the autograder's",
+        "posref/grading/child/scratch.py:1: posref.grading.child.scratch imports autograder.sandbox.sandbox: posref "
+        "never imports the autograder",
+        "autograder/grading/record.py:1: autograder.grading.record imports autograder.cli: nothing imports the",
+        "autograder/grading/record.py:1: autograder.grading.record imports autograder.cli: autograder's grading",
+        "autograder/course.py:2: autograder.course imports autograder.intake.late (inside a function): autograder's "
+        "course imports only itself",
+        "autograder/intake/submissions.py:1: autograder.intake.submissions imports autograder.grading.grade: "
+        "autograder's intake imports only course",
+        "autograder/sandbox/sandbox.py:2: autograder.sandbox.sandbox imports autograder.editions.notebook (inside a "
+        "function): autograder's sandbox imports only course",
+        "autograder/pages/lab_server.py:2: autograder.pages.lab_server imports autograder.grading.grade: autograder's "
+        "pages imports only course",
+        "autograder/release/assignment.py:1: autograder.release.assignment imports autograder.pages.sanitize: "
+        "autograder's release imports only course, editions, intake",
+        "autograder/grading/grade.py:1: autograder.grading.grade imports autograder.demo.build: autograder's grading "
+        "imports only course, editions, intake, sandbox",
+        "autograder/grading/worker.py:1: autograder.grading.worker imports autograder.grading.gradebook: what a "
+        "grading worker runs imports nothing of the instructor's side",
+        "autograder/grading/worker.py:2: autograder.grading.worker imports autograder.intake.late: what a grading "
+        "worker runs imports nothing of the instructor's side",
+        "autograder/demo/build.py:1: autograder.demo.build imports autograder.benchmark: autograder's demo imports "
+        "only course, grading, intake, pages, release",
     ]
     for line in expected:
         assert line in problems, f"not reported: {line}\nreported:\n{problems}"
-    assert "autograder/__main__.py" not in problems  # python -m autograder may import its command line
+    # what the rules allow is not reported: python -m autograder may import its command line, the command line the
+    # rooms, the measuring tools the demo, the configuration the pages, a worker the record, a room its own modules
+    allowed = [
+        "autograder/__main__.py:",
+        "autograder/cli.py:",
+        "autograder/benchmark.py:",
+        "autograder/nbgrader_config.py:",
+        "autograder/intake/late.py:",
+        "autograder/intake/submissions.py:2:",
+        "autograder/release/assignment.py:2:",
+        "autograder/grading/grade.py:2:",
+        "autograder/grading/record.py:2:",
+        "autograder/grading/worker.py:3:",
+    ]
+    reported = [line for line in problems.splitlines() if line.startswith(tuple(allowed))]
+    assert not reported, "reported, though the rules allow it:\n" + "\n".join(reported)
     assert "posref/kernels/__init__.py" not in problems  # the kernels may import the core's _checks
     assert (
         "posref/grading/child/remote.py:1" not in problems
@@ -424,7 +574,9 @@ def test_planted_arrow_violations_are_each_reported(planted):
 
 def test_planted_cycles_are_found_lazy_and_relative_imports_included(planted):
     assert import_cycles(planted) == [
+        ["autograder.benchmark", "autograder.demo.build"],
         ["autograder.cli", "autograder.grading.record"],
+        ["autograder.course", "autograder.intake.late"],
         ["posref.relative", "posref.scaling"],
     ]
 

@@ -6,11 +6,13 @@ import os
 import tempfile
 from pathlib import Path
 
-from autograder.course import course_dir, feedback, release
+from autograder.course import course_dir
 from autograder.demo.build import write_submissions
 from autograder.grading.export import export, print_table
 from autograder.grading.grade import autograde
 from autograder.intake.submissions import import_submissions
+from autograder.pages.feedback import feedback
+from autograder.release.assignment import release
 
 
 def demo(workers: int = 2, cell_timeout: float = 15.0) -> list[dict]:

@@ -18,7 +18,7 @@ edition's cell is the English cell with those literals replaced and nothing else
 used as a key is never one: the code that reads it stays the English code. An edition's notebook says which it is
 in its metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English.
 The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
-``edition_release.py``.
+``autograder/release/editions.py``.
 """
 
 from __future__ import annotations

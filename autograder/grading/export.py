@@ -3,8 +3,9 @@
 The rows come from the JSON records of the score of record (``records/<assignment>/<student>.json``), the
 students from the gradebook and from ``submitted/``; the CSV is safe to open in a spreadsheet. Late work: the
 submission's time (nbgrader's ``timestamp.txt``), hours late and the late penalty nbgrader assigned from the
-score of record (``late.py``); ``score`` is the score after the penalty, as in ``nbgrader export``. ``edition``: the
-edition each notebook was graded in (a class mixes English, zh-TW and zh-CN submissions), from its record.
+score of record (``penalty.py``); ``score`` is the score after the penalty, as in ``nbgrader export``.
+``edition``: the edition each notebook was graded in (a class mixes English, zh-TW and zh-CN submissions), from
+its record.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from autograder.course import (
     source_dir,
     tools_on_path,
 )
-from autograder.grading import gradebook, stand_in
+from autograder.grading import gradebook, penalty, stand_in
 from autograder.grading.cluster import dask_client
 from autograder.grading.gradebook import PendingScores
 from autograder.grading.worker import score_student
@@ -142,7 +142,7 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
             continue
         gradebook.write_scores(assignment, student, Path(name).stem, record, autograded)
     # nbgrader's autograde assigned its late penalty before the scores above were in: assigned again from them
-    when = late.penalise(assignment, student, scored["notebooks"], in_gradebook)
+    when = penalty.penalise(assignment, student, scored["notebooks"], in_gradebook)
     out = {
         "student": student,
         "assignment": assignment,

@@ -1,0 +1,9 @@
+"""Taking submissions in: a class's folders, archives and course-site downloads into the course's ``submitted/``,
+and the facts of each submission that the later steps read.
+
+``submissions.py`` (``python -m autograder import``, and what a submission folder holds: its files, its
+fingerprint), ``unpack.py`` (an archive, within bounds), ``lms.py`` (Canvas and Moodle downloads),
+``site_users.py`` (site user -> student id, across imports), ``late.py`` (hand-in times, due dates).
+
+Imports of the autograder: ``course``.
+"""

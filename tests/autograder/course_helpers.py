@@ -75,7 +75,7 @@ def demo_environment(monkeypatch, course: Path) -> None:
 
 def release_demo(course: Path) -> Path:
     """``course`` with the demo assignment released (nbgrader takes seconds: make it once, copy it per test)."""
-    from autograder.course import release
+    from autograder.release.assignment import release
 
     with pytest.MonkeyPatch.context() as mp:
         demo_environment(mp, course)

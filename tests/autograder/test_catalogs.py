@@ -1,4 +1,4 @@
-"""The catalogs follow the English source as msgmerge would (autograder/editions/catalogs.py, edition_update.py): an unchanged
+"""The catalogs follow the English source as msgmerge would (autograder/editions/catalogs.py, update.py): an unchanged
 message keeps its translation, a changed one becomes fuzzy with its old English and translation, a vanished one
 obsolete; the course's catalogs are up to date with solutions/ and their translations keep what they must."""
 

@@ -17,10 +17,10 @@ import pytest
 from course_helpers import gradebook_copy, needs_bwrap
 
 from autograder import cli
-from autograder.course import release
 from autograder.demo.run import demo
 from autograder.demo.submissions import SUBMISSIONS
 from autograder.grading import grade
+from autograder.release.assignment import release
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,8 @@ print(json.dumps({"names": names, "changed": changed}))
 
 
 def test_importing_any_autograder_module_changes_nothing_in_the_environment():
-    """Importing ``autograder.grading.record`` used to put the environment's scripts on PATH (for nbgrader's alembic)."""
+    """Importing ``autograder.grading.record`` used to put the environment's scripts on PATH (for nbgrader's
+    alembic)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_ALL], cwd=REPO, env=env, capture_output=True, text=True, timeout=300

@@ -17,11 +17,11 @@ import time
 import pytest
 from distributed import Client
 
-from autograder.course import release
 from autograder.demo.build import write_submissions
 from autograder.grading.cluster import LoopbackCluster
 from autograder.grading.grade import autograde
 from autograder.intake.submissions import import_submissions
+from autograder.release.assignment import release
 
 pytestmark = pytest.mark.slow
 CELL_TIMEOUT = 20.0

@@ -27,9 +27,10 @@ import nbformat
 import pytest
 from course_helpers import assert_safe_csv, needs_bwrap, run_command
 
-from autograder.course import REPO, gradebook, release
+from autograder.course import REPO, gradebook
 from autograder.demo.submissions import PE, ROPE
 from autograder.intake.unpack import MAX_FILE
+from autograder.release.assignment import release
 
 pytestmark = [pytest.mark.slow, needs_bwrap]
 

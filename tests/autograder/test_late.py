@@ -1,6 +1,6 @@
-"""Late work (autograder/intake/late.py): the time import records, the due date, nbgrader's penalty from the score of
-record, and export showing both. Real nbgrader (release, its autograde API, its AssignLatePenalties); the score
-of record is the worker's reply, given here."""
+"""Late work (autograder/intake/late.py, grading/penalty.py): the time import records, the due date, nbgrader's
+penalty from the score of record, and export showing both. Real nbgrader (release, its autograde API, its
+AssignLatePenalties); the score of record is the worker's reply, given here."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from course_helpers import REPO, gradebook_copy
 from autograder import course
 from autograder.grading import grade
 from autograder.grading.export import export
+from autograder.grading.penalty import PenaltyPerHour
 from autograder.grading.record import CellResult, Record
-from autograder.intake.late import PenaltyPerHour, read_timestamp
+from autograder.intake.late import read_timestamp
 from autograder.intake.submissions import fingerprint, import_submissions
+from autograder.release.assignment import release
 
 DUE = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
 SOURCE = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
@@ -53,7 +55,7 @@ def course_with_due_date(tmp_path, monkeypatch, empty_gradebook):
         return loaded
 
     monkeypatch.setattr(course, "config", config)
-    course.release("positions")
+    release("positions")
     return home, tmp_path / "release" / "positions" / "positions.ipynb"
 
 

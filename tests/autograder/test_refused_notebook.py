@@ -1,6 +1,6 @@
-"""A notebook nbgrader's autograde refuses for its nbgrader cell metadata (autograder/grading/stand_in.py), through the real
-commands on the demo assignment: the student is graded (the score of record does not read that metadata), the
-gradebook holds the score, the formgrader has a page of that student that says why nbgrader refused it, and
+"""A notebook nbgrader's autograde refuses for its nbgrader cell metadata (autograder/grading/stand_in.py), through
+the real commands on the demo assignment: the student is graded (the score of record does not read that metadata),
+the gradebook holds the score, the formgrader has a page of that student that says why nbgrader refused it, and
 nothing of the hostile metadata is markup there or in the feedback page. A correct classmate is graded after."""
 
 from __future__ import annotations

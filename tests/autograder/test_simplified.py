@@ -1,5 +1,5 @@
-"""zh-CN from zh-TW (autograder/editions/simplified.py): OpenCC's Taiwan-to-mainland phrases, the glossary's terms where that
-conversion is wrong, what a translation keeps left alone, and a reviewer's work never converted over."""
+"""zh-CN from zh-TW (autograder/editions/simplified.py): OpenCC's Taiwan-to-mainland phrases, the glossary's terms
+where that conversion is wrong, what a translation keeps left alone, and a reviewer's work never converted over."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The course's record of site users (autograder/intake/site_users.py) through `import`: one Canvas or Moodle user is one
-student id across assignments and imports, and a conflict is refused with both sides named, never merged."""
+"""The course's record of site users (autograder/intake/site_users.py) through `import`: one Canvas or Moodle
+user is one student id across assignments and imports, and a conflict is refused with both sides named, never merged."""
 
 from __future__ import annotations
 

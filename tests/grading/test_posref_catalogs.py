@@ -3,7 +3,8 @@ fails here), keep their placeholders, and a checker that fails in zh-TW or zh-CN
 
 The messages are read from the source (``autograder.editions.messages.extract``, an AST walk of every ``_("...")`` and
 ``N_("...")``), never from the catalogs themselves. After changing or adding a message: ``python -m
-autograder.editions.messages`` adds it to both catalogs (untranslated, or fuzzy beside the old translation), then translate it.
+autograder.editions.messages`` adds it to both catalogs (untranslated, or fuzzy beside the old translation), then
+translate it.
 """
 
 from __future__ import annotations

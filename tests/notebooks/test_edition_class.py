@@ -60,8 +60,9 @@ def graded(request, tmp_path_factory):
             course, POSREF_GRADING="1", POSREF_RELEASE_DIR=str(course / "release")
         ).items():
             mp.setenv(key, value)
-        from autograder.course import feedback, release
         from autograder.grading.grade import autograde
+        from autograder.pages.feedback import feedback
+        from autograder.release.assignment import release
 
         mp.setenv("POSREF_LANG", "zh-CN")
         release(name)

@@ -6,13 +6,13 @@ same sandbox, limits and seccomp filter), which imports what every child imports
 the grader sends it two pipe ends and the shared buffer of timed rounds (``SCM_RIGHTS`` over a
 ``SOCK_SEQPACKET`` socket) and the server forks; when the fork ends (or is killed), the server ends every other
 process in its PID namespace that the child's user owns (what the child left running) and empties ``/scratch``
-and the private ``/tmp`` and ``/dev/shm`` before it reports the exit status, and it does so again before each
-fork; the fork closes the server's socket and serves the grader exactly as a started child does
-(``remote.serve``). So a child still starts with nothing of another student's: no process (killed), no file
-(removed), no memory (a fork of a server that never ran student code), no IPC object or key (the calls that make
-them are refused: ``autograder/sandbox/seccomp.py``; the server's IPC namespace and keyrings are every fork's). The server is not dumpable
-(``PR_SET_DUMPABLE`` 0), so a child cannot ptrace it or read its memory to reach the next child; a child that
-kills or stops it costs a restart of the server, nothing more.
+and the private ``/tmp`` and ``/dev/shm`` before it reports the exit status, and it does so again before each fork;
+the fork closes the server's socket and serves the grader exactly as a started child does (``remote.serve``). So a
+child still starts with nothing of another student's: no process (killed), no file (removed), no memory (a fork of
+a server that never ran student code), no IPC object or key (the calls that make them are refused:
+``autograder/sandbox/seccomp.py``; the server's IPC namespace and keyrings are every fork's). The server is not
+dumpable (``PR_SET_DUMPABLE`` 0), so a child cannot ptrace it or read its memory to reach the next child; a child
+that kills or stops it costs a restart of the server, nothing more.
 
 The grader side (``ForkServer``) finds each fork's pid as the grader sees it (the server knows only its PID
 namespace's number) from ``/proc/<pid>/status``, so that it can be killed and put into its own memory cgroup

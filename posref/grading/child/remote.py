@@ -1,11 +1,11 @@
 """Running a student's functions in another process, so that checks run where student code cannot reach.
 
-The trusted process (the grader) starts a child (normally inside a sandbox, see ``autograder/sandbox/sandbox.py``), sends
-it the code of the answer cells, and then calls the functions those cells define through ``RemoteFunction``:
-arguments go to the child, results come back, and every comparison, every reference value and every clock
-reading stays in the grader. Whatever the student's code patches (posref, torch.testing, the clock, the
-import system) it patches in the child only, where nothing is judged. A call behaves as if it were local: what
-the function changes in place in its tensor arguments comes back and is written into the grader's arguments.
+The trusted process (the grader) starts a child (normally inside a sandbox, see ``autograder/sandbox/sandbox.py``),
+sends it the code of the answer cells, and then calls the functions those cells define through ``RemoteFunction``:
+arguments go to the child, results come back, and every comparison, every reference value and every clock reading
+stays in the grader. Whatever the student's code patches (posref, torch.testing, the clock, the import system) it
+patches in the child only, where nothing is judged. A call behaves as if it were local: what the function changes
+in place in its tensor arguments comes back and is written into the grader's arguments.
 
 Messages are length-prefixed ``torch.save`` payloads on two pipes. The grader reads them with
 ``torch.load(weights_only=True)``, which builds tensors, numbers, strings and containers only (never arbitrary

@@ -7,8 +7,8 @@ fresh chains (``posref.grading.speed.timing``), then every timed round's last ou
 held to the device's budget.
 
 The score of record times the student's function against the reference running in a child like the student's
-(``autograder.grading.record``): the reference it imports there is ``reference_path`` (``"module:name"``, a function with
-the student's signature), which ``speed_check`` puts on the checker as its ``reference_path`` attribute.
+(``autograder.grading.record``): the reference it imports there is ``reference_path`` (``"module:name"``, a
+function with the student's signature), which ``speed_check`` puts on the checker as its ``reference_path`` attribute.
 """
 
 from __future__ import annotations
