@@ -5,7 +5,7 @@ module per explorer (figure function / explorer: what it shows, notebook):
 
 * ``arcs``: ``draw_angle_arcs`` / ``unseen_share``: the relative angles one RoPE pair met in training and at a longer
   length, before and after scaling (06, 07; a figure on given axes, no explorer);
-* ``styles``: ``SCALING_STYLES`` / ``scaling_style``: one look per scaling method in 07's and 07b's figures;
+* ``styles``: ``SCALING_STYLES`` / ``scaling_style`` / ``scaling_label``: one look and one name per scaling method in 07's and 07b's figures;
 * ``fingerprint``: ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks (02);
 * ``bias``: ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi and T5 biases by head (03);
 * ``rope_pair``: ``rope_pair_figure`` / ``rope_pair_explorer``: one RoPE pair rotating, the score by
@@ -37,7 +37,7 @@ from posref.explorers.position_loss import (
 )
 from posref.explorers.rope_pair import rope_pair_explorer, rope_pair_figure
 from posref.explorers.scaling import scaling_dict, scaling_explorer, scaling_figure, scaling_inspection
-from posref.explorers.styles import SCALING_STYLES, scaling_style
+from posref.explorers.styles import SCALING_STYLES, scaling_label, scaling_style
 
 __all__ = [
     "SCALING_STYLES",
@@ -64,6 +64,7 @@ __all__ = [
     "scaling_explorer",
     "scaling_figure",
     "scaling_inspection",
+    "scaling_label",
     "scaling_style",
     "sentence_text",
     "t5_illustrative_table",

@@ -4,25 +4,26 @@ pink stars: never the same pair)."""
 
 from __future__ import annotations
 
-from posref.i18n import _
+from posref.i18n import N_, _
 
-__all__ = ["SCALING_STYLES", "scaling_style"]
+__all__ = ["SCALING_STYLES", "scaling_label", "scaling_style"]
 
-# method -> (matplotlib colour, line style, marker)
+# method -> (matplotlib colour, line style, marker); a method's name is code (the notebooks' keys), said in the
+# student's language by ``scaling_label`` where a figure or a table shows it
 SCALING_STYLES: dict[str, tuple[str, str, str]] = {
-    "RoPE (no scaling)": ("k", "-", "o"),
-    "PI": ("C0", "--", "s"),
-    "NTK-aware": ("C1", "-.", "v"),
-    "Dynamic NTK": ("C5", ":", "<"),
-    "Dynamic NTK (factor 1)": ("C5", ":", "<"),
-    "Dynamic NTK (factor 4)": ("C8", "--", ">"),
-    "NTK-by-parts": ("C2", ":", "^"),
-    "YaRN": ("C3", "-", "D"),
-    "YaRN (betas 32/1)": ("C4", "--", "P"),
-    "Llama 3": ("C9", "-.", "h"),
-    "LongRoPE (searched for 4L)": ("C6", "-", "*"),
-    "PI s=4 + fine-tune at 4L": ("C0", "-", "X"),
-    "RoPE + fine-tune at 4L": ("C7", "--", "d"),
+    N_("RoPE (no scaling)"): ("k", "-", "o"),
+    N_("PI"): ("C0", "--", "s"),
+    N_("NTK-aware"): ("C1", "-.", "v"),
+    N_("Dynamic NTK"): ("C5", ":", "<"),
+    N_("Dynamic NTK (factor 1)"): ("C5", ":", "<"),
+    N_("Dynamic NTK (factor 4)"): ("C8", "--", ">"),
+    N_("NTK-by-parts"): ("C2", ":", "^"),
+    N_("YaRN"): ("C3", "-", "D"),
+    N_("YaRN (betas 32/1)"): ("C4", "--", "P"),
+    N_("Llama 3"): ("C9", "-.", "h"),
+    N_("LongRoPE (searched for 4L)"): ("C6", "-", "*"),
+    N_("PI s=4 + fine-tune at 4L"): ("C0", "-", "X"),
+    N_("RoPE + fine-tune at 4L"): ("C7", "--", "d"),
 }
 
 
@@ -36,3 +37,11 @@ def scaling_style(name: str) -> dict[str, str]:
         )
     color, ls, marker = SCALING_STYLES[name]
     return {"color": color, "ls": ls, "marker": marker}
+
+
+def scaling_label(name: str) -> str:
+    """The method ``name`` (a key of ``SCALING_STYLES``) as a legend or a table writes it, in the language posref
+    speaks: the methods' names stay, what is said about them is translated ("RoPE (no scaling)" -> "RoPE（不縮放）").
+    The keys a notebook looks its results up by stay the English names."""
+    scaling_style(name)  # the same KeyError for a name without a style
+    return _(name)

@@ -129,3 +129,19 @@ def test_the_scaling_figures_pair_counts_speak_the_students_language(speaking):
     title, legend = said("zh-CN")
     assert "29 对保持不变、6 对混合、29 对插值（共 64 对）" in title, title
     assert {"保持不变：29", "混合：6", "插值：29"} <= set(legend), legend
+
+
+def test_a_scaling_methods_label_speaks_the_students_language_and_its_key_stays(speaking):
+    """07 and 07b look their results up by the English names (the keys of SCALING_STYLES, code) and show them
+    through scaling_label: what is said about a method is translated, its name is not."""
+    from posref.explorers import SCALING_STYLES, scaling_label
+
+    assert [scaling_label(n) for n in SCALING_STYLES] == list(SCALING_STYLES)  # English: the keys themselves
+    speaking("zh-TW")
+    assert scaling_label("RoPE (no scaling)") == "RoPE（不縮放）"
+    assert scaling_label("YaRN") == "YaRN"
+    speaking("zh-CN")
+    assert scaling_label("Dynamic NTK (factor 1)") == "Dynamic NTK（缩放因子 1）"
+    assert all(name.split(" (")[0].split(" + ")[0] in scaling_label(name) for name in SCALING_STYLES)
+    with pytest.raises(KeyError, match="'RoPE（不缩放）' 没有样式"):
+        scaling_label("RoPE（不缩放）")
