@@ -41,7 +41,11 @@ QUOTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "q_two_layers": ("cell-16", ("by 0.886", "by 1.53")),
     },
     "02_absolute": {
-        "q_decomposition": ("cell-21", ("22.7",)),
+        "q_counters": ("counters", ("1023", "1.00 to 3.16", "1.05")),
+        "q_decomposition": (
+            "cell-21",
+            ("22.7", "+0.461", "+7.236", "-3.839", "-3.077", "-4.572", "+0.964", "+1.760", "+25.587"),
+        ),
         "q_find_the_bug": ("cell-13", ("1.990",)),
     },
     "03_relative": {
