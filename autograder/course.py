@@ -66,6 +66,21 @@ def share_with_group(path: Path, bits: int) -> None:
         os.chmod(path, stat.S_IMODE(info.st_mode) | bits)
 
 
+def take_modes(root: Path) -> None:
+    """``root`` and everything in it given the modes of what this process makes in the course (0666 for a file,
+    0777 for a folder, less the umask; a folder set-group-ID in a course ``groupshared``), in place of the modes it
+    was copied with: a student's files decide nothing of who may read or change them in the course."""
+    mask = os.umask(0)
+    os.umask(mask)
+    folder_mode = (0o777 & ~mask) | (stat.S_ISGID if groupshared() else 0)
+    os.chmod(root, folder_mode)
+    for folder, folders, files in os.walk(root):
+        for name, mode in [*((n, folder_mode) for n in folders), *((n, 0o666 & ~mask) for n in files)]:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):  # a link's mode is no one's (import refuses links anyway)
+                os.chmod(path, mode)
+
+
 def private_folder(name: str) -> Path:
     """``<temporary folder>/posref-<uid>/<name>``: a folder of this user's own, kept across runs, in a temporary
     folder that every user of the machine shares (``/tmp``): what one grader keeps there (a lock, Dask's scratch)

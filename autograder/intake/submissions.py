@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from autograder.course import assignments, course_dir, require_assignment, source_dir, submission_dir
+from autograder.course import (
+    assignments,
+    course_dir,
+    require_assignment,
+    source_dir,
+    submission_dir,
+    take_modes,
+)
 from autograder.intake import late, lms, site_users
 from autograder.intake.unpack import MAX_DEPTH, unpack
 
@@ -135,6 +142,7 @@ def _import_one(source: Path, student: str, assignment: str, when: datetime | No
         shutil.copytree(
             source, staging, ignore=lambda folder, names: METADATA if Path(folder) == source else ()
         )
+        take_modes(staging)  # copytree kept the student's modes (and took the folder's set-group-ID bit)
         if when is not None:
             late.write_timestamp(staging, when)
         if target.exists():

@@ -89,6 +89,12 @@ class Limits:
     scratch_size: int = 256 * 2**20  # the working directory (a tmpfs), the submission's files included
 
 
+@functools.cache
+def _bwrap_disables_userns() -> bool:
+    """Whether this bubblewrap can keep a sandbox from making user namespaces (``--disable-userns``)."""
+    return "--disable-userns" in subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
+
+
 def _bwrap_works() -> str | None:
     """None if bubblewrap can start a sandbox here, else the reason it cannot."""
     if shutil.which("bwrap") is None:
@@ -165,7 +171,7 @@ class Sandbox:
 
         As root, bubblewrap starts as root (it can then read a Python under root's home) and the command inside
         it drops to the unprivileged uid with ``setpriv`` before Python starts; as another user, bubblewrap
-        makes its own user namespace."""
+        makes its own user namespace, and the process limit is set inside it (``prlimit``: see ``set_limits``)."""
         python = sys.executable
         drop = (
             [
@@ -181,6 +187,8 @@ class Sandbox:
         )
         if self.problem is not None:
             return [*drop, python, "-I"], str(work), [str(REPO)]
+        if self.uid is None:
+            drop = ["prlimit", f"--nproc={self.limits.processes}", "--"]
         binds = ["--ro-bind", "/usr", "/usr"]
         for name in ("bin", "lib", "lib64", "sbin"):
             if os.path.islink(f"/{name}"):
@@ -200,7 +208,13 @@ class Sandbox:
         namespaces = (
             ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
             if self.uid is not None
-            else ["--unshare-all"]
+            # an ordinary user's sandbox is a user namespace: the child may not make more of them (their kernel
+            # code is what escapes have gone through), where this bubblewrap can say so (0.8.0 on)
+            else [
+                "--unshare-all",
+                "--unshare-user",
+                *(["--disable-userns"] if _bwrap_disables_userns() else []),
+            ]
         )
         bwrap = [
             "bwrap", *namespaces, "--die-with-parent", "--new-session",
@@ -282,7 +296,12 @@ class Sandbox:
         lim = self.limits
         resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (lim.address_space, lim.address_space))
-        resource.setrlimit(resource.RLIMIT_NPROC, (lim.processes, lim.processes))
+        if self.uid is not None or self.problem is not None:
+            # As an ordinary user with bubblewrap, prlimit sets it inside the sandbox's user namespace instead: set
+            # here, it held bubblewrap to the instructor's own processes and threads on the whole machine, and an
+            # instructor with more than 64 of them (a browser, JupyterLab) could start no sandbox ("Creating new
+            # namespace failed: Resource temporarily unavailable"). Inside, it counts the sandbox's processes only.
+            resource.setrlimit(resource.RLIMIT_NPROC, (lim.processes, lim.processes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         seccomp.new_session_keyring()

@@ -1,0 +1,396 @@
+"""The instructor's commands as ordinary users (issue 34): instructors are not root, and on a JupyterHub every
+grader is a user of one machine.
+
+When the suite runs as root (CI), the module creates two users with ``useradd`` (and a group they share), removes
+them afterwards, and runs the README's commands as each of them (``setpriv``), each in a copy of this checkout of
+their own (the working tree's files), with this checkout's environment, and one temporary folder that both share as
+they share ``/tmp``. A Python under root's home (pyenv, as on the course's CI) is unreadable to another user: the
+commands then run in a mount namespace where only that Python's folder is shown under it (bubblewrap, as root);
+nothing else differs. As an ordinary user, the module runs the commands as that user, and the tests that need a
+second user skip.
+
+One small correct submission of 01_order (its solution) is graded, in a course released once.
+"""
+
+from __future__ import annotations
+
+import csv
+import grp
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder.course import REPO
+from autograder.sandbox.sandbox import Limits
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "01_order"
+STUDENT = "alice"
+COMMAND_TIMEOUT = 900  # seconds: a hang guard for one command, never a measure
+
+
+@dataclass
+class Grader:
+    name: str
+    uid: int
+    home: Path  # holds the checkout copy (posref/), the class to import and the course folders
+
+    @property
+    def checkout(self) -> Path:
+        return self.home / "posref"
+
+
+@dataclass
+class Machine:
+    """The graders of one machine and the temporary folder every user of it shares (its ``/tmp``)."""
+
+    graders: list[Grader]
+    base: Path  # a folder every grader may enter
+    common_tmp: Path
+    group: str | None
+    prefix: list[str]  # what makes this environment's Python readable to another user (empty when it is)
+    sandbox: str = ""  # the sandbox an ordinary user gets here (``Sandbox.mode``)
+
+    def run(self, grader: Grader, *args: str, course: Path, env: dict[str, str] | None = None):
+        """``python -m autograder ARGS`` (``python ARGS`` when ARGS start with ``-m`` or ``-c``) as ``grader``, in
+        their checkout, with their course folder: the completed process, stdout and stderr as text."""
+        return self.popen(grader, *args, course=course, env=env).communicate_checked()
+
+    def popen(self, grader: Grader, *args: str, course: Path, env: dict[str, str] | None = None) -> Command:
+        command = [sys.executable, *(args if args[0] in ("-m", "-c") else ("-m", "autograder", *args))]
+        if os.geteuid() == 0:
+            drop = ["setpriv", f"--reuid={grader.uid}", f"--regid={grader.name}", "--init-groups", "--"]
+            command = [*self.prefix, *drop, *command]
+        environment = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(grader.home), "USER": grader.name,
+            "LOGNAME": grader.name, "LANG": "C.UTF-8", "TMPDIR": str(self.common_tmp), "POSREF_FAST": "1",
+            "POSREF_COURSE_DIR": str(course), **(env or {}),
+        }  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            cwd=grader.checkout,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        return Command(process, " ".join(args), grader.name)
+
+
+@dataclass
+class Command:
+    process: subprocess.Popen
+    what: str
+    who: str
+
+    def communicate_checked(self):
+        out, err = self.process.communicate(timeout=COMMAND_TIMEOUT)
+        return subprocess.CompletedProcess(self.what, self.process.returncode, out, err)
+
+
+def _readable_python_prefix(uid: int) -> list[str] | None:
+    """As root: the command prefix (bubblewrap, as root, making a mount namespace) under which the user ``uid`` runs
+    this environment's Python as it is: each folder of it that sits in a folder others cannot enter (root's home)
+    shown on its own, that folder covered by an empty one. [] where they can run it as it is; None where that
+    cannot be done here. (Where its folder is closed to them, a Python may still start, as another: the system's
+    libpython and standard library; so the probe compares where it comes from.)"""
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    probe = [*drop, sys.executable, "-c", "import sys; print(sys.base_prefix)"]
+
+    def runs(prefix: list[str]) -> bool:
+        out = subprocess.run([*prefix, *probe], capture_output=True, text=True)
+        return out.returncode == 0 and out.stdout.strip() == sys.base_prefix
+
+    if runs([]):
+        return []
+    if shutil.which("bwrap") is None:
+        return None
+    prefix, covered = ["bwrap", "--dev-bind", "/", "/"], set()
+    for path in sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}):
+        closed = [p for p in reversed(Path(path).parents) if not os.stat(p).st_mode & stat.S_IXOTH]
+        if not closed:
+            continue
+        top = closed[0]
+        if top not in covered:
+            prefix += ["--perms", "0755", "--tmpfs", str(top)]
+            covered.add(top)
+        for parent in [p for p in reversed(Path(path).parents) if top in p.parents]:
+            prefix += ["--perms", "0755", "--dir", str(parent)]
+        prefix += ["--ro-bind", path, path]
+    return prefix if runs(prefix) else None
+
+
+def _copy_checkout(target: Path) -> None:
+    """The working tree's files (tracked, and untracked ones git does not ignore) into ``target``: what a clone of
+    this checkout, with its changes, holds."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True, capture_output=True,
+    ).stdout.decode()  # fmt: skip
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+def _chown_tree(path: Path, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for entry in path.rglob("*"):
+        os.chown(entry, uid, gid, follow_symlinks=False)
+
+
+def _make_user(name: str, home: Path, group: str) -> Grader:
+    subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--groups", group, name], check=True)
+    return Grader(name, int(subprocess.run(["id", "-u", name], check=True, capture_output=True).stdout), home)
+
+
+@pytest.fixture(scope="module")
+def machine():
+    """Two ordinary users with a group of their own (as root), or this user alone; the shared temporary folder."""
+    if shutil.which("git") is None:
+        pytest.skip("no git: the checkout copy lists the working tree's files with git")
+    base = Path(tempfile.mkdtemp(prefix="posref-users-"))  # pytest's tmp_path is private to root
+    base.chmod(0o755)
+    common = base / "tmp"
+    common.mkdir(mode=0o1777)
+    common.chmod(0o1777)
+    tag, made, group = secrets.token_hex(3), [], None
+    try:
+        if os.geteuid() == 0:
+            if not all(
+                shutil.which(tool) for tool in ("useradd", "userdel", "groupadd", "groupdel", "setpriv")
+            ):
+                pytest.skip(
+                    "running as root without useradd, groupadd or setpriv: no ordinary user to grade as"
+                )
+            group = f"posref-g{tag}"
+            subprocess.run(["groupadd", group], check=True)
+            for letter in "ab":
+                made.append(_make_user(f"posref-{letter}{tag}", base / f"{letter}{tag}", group))
+            prefix = _readable_python_prefix(made[0].uid)
+            if prefix is None:
+                pytest.skip(
+                    f"{sys.executable} cannot be run by another user here, and bubblewrap cannot show it"
+                )
+        else:
+            made.append(Grader(subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(),
+                               os.geteuid(), base / "me"))  # fmt: skip
+            made[0].home.mkdir()
+            prefix = []
+        for grader in made:
+            _copy_checkout(grader.checkout)
+            student = grader.home / "class" / STUDENT / ASSIGNMENT
+            student.mkdir(parents=True)
+            shutil.copy(REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", student)
+            if os.geteuid() == 0:
+                _chown_tree(grader.home, grader.uid, grader.uid)
+        found = Machine(made, base, common, group, prefix)
+        mode = found.run(
+            made[0],
+            "-c",
+            "from autograder.sandbox.sandbox import Sandbox; print(Sandbox().mode)",
+            course=base,
+        )
+        assert mode.returncode == 0, mode.stderr
+        found.sandbox = mode.stdout.strip()
+        yield found
+    finally:
+        if os.geteuid() == 0:
+            for grader in made:
+                subprocess.run(["userdel", "--force", "--remove", grader.name], capture_output=True)
+            if group is not None:
+                subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _second(machine: Machine) -> Grader:
+    if len(machine.graders) < 2:
+        pytest.skip(
+            "not root: a second user to grade beside this one needs root to create it (CI runs as root)"
+        )
+    return machine.graders[1]
+
+
+@pytest.fixture(scope="module")
+def released(machine) -> Path:
+    """A course with 01_order released by the first grader (``release``), copied for each grading."""
+    grader = machine.graders[0]
+    course = grader.home / "released"
+    result = machine.run(grader, "release", ASSIGNMENT, course=course)
+    assert result.returncode == 0, result.stderr
+    return course
+
+
+def _course_for(machine: Machine, grader: Grader, released: Path, name: str) -> Path:
+    course = grader.home / name
+    shutil.copytree(released, course, symlinks=True)
+    if os.geteuid() == 0:
+        _chown_tree(course, grader.uid, grader.uid)
+    return course
+
+
+def _workflow(machine: Machine, grader: Grader, course: Path) -> dict:
+    """The README's import, autograde, feedback and export as ``grader``: each command's result, and the CSV's rows."""
+    out = {}
+    for step, args in [
+        ("import", ("import", str(grader.home / "class"))),
+        ("autograde", ("autograde", ASSIGNMENT, "--workers", "1")),
+        ("feedback", ("feedback", ASSIGNMENT)),
+        ("export", ("export", ASSIGNMENT)),
+    ]:
+        out[step] = machine.run(grader, *args, course=course)
+    with open(course / f"{ASSIGNMENT}-grades.csv", newline="") as f:
+        out["rows"] = list(csv.DictReader(f))
+    return out
+
+
+def _assert_graded_in_full(machine: Machine, out: dict, course: Path) -> Path:
+    """Every command succeeded; the correct submission has full marks in the CSV, its feedback page, and the score
+    of record in the autograded notebook (returned), graded in the sandbox an ordinary user gets here."""
+    for step in ("import", "autograde", "feedback", "export"):
+        assert out[step].returncode == 0, f"{step}:\n{out[step].stdout}\n{out[step].stderr}"
+    assert "graded 1 student(s);" in out["autograde"].stdout, out["autograde"].stderr
+    (row,) = out["rows"]
+    assert (row["student"], row["status"], row["reason"]) == (STUDENT, "graded", ""), row
+    assert float(row["score"]) == float(row["max_score"]) > 0, row
+    assert (course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").with_suffix(".html").is_file()
+    autograded = course / "autograded" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert "Score of record" in autograded.read_text()
+    record = json.loads((course / "records" / ASSIGNMENT / f"{STUDENT}.json").read_text())
+    assert record["notebooks"][0]["sandbox"] == machine.sandbox
+    return autograded
+
+
+def _assert_nothing_shared_in(common: Path) -> None:
+    """What the graders left in the machine's temporary folder is each one's own: no other user may enter or
+    change it."""
+    for entry in common.iterdir():
+        info = entry.lstat()
+        assert stat.S_ISDIR(info.st_mode) and not info.st_mode & 0o077, (
+            f"{entry.name} in the shared temporary folder: {stat.filemode(info.st_mode)}, uid {info.st_uid}"
+        )
+
+
+@pytest.fixture(scope="module")
+def first(machine, released) -> tuple[Path, dict]:
+    """The first grader's course and the README's commands as they ran in it."""
+    grader = machine.graders[0]
+    course = _course_for(machine, grader, released, "course")
+    return course, _workflow(machine, grader, course)
+
+
+def test_an_instructor_who_is_not_root_grades_with_the_readmes_commands(machine, first):
+    course, out = first
+    autograded = _assert_graded_in_full(machine, out, course)
+    assert stat.S_IMODE(autograded.stat().st_mode) == 0o444  # nbgrader's mode, kept by the score's rewrite
+    assert not course.stat().st_mode & 0o007, "the course folder (every student's work) is open to every user"
+    _assert_nothing_shared_in(machine.common_tmp)
+
+
+def test_a_second_instructor_grades_after_and_beside_the_first_on_the_same_machine(machine, released, first):
+    """The second grader runs the README's commands on a course of their own right after the first grader did
+    (what the first run left in the machine's temporary folder is there), while the first grades again: both grade
+    in full, and neither keeps anything in the shared temporary folder that the other may enter."""
+    a, b = machine.graders[0], _second(machine)
+    again = machine.popen(a, "autograde", ASSIGNMENT, "--workers", "1", "--regrade", course=first[0])
+    course = _course_for(machine, b, released, "course")
+    try:
+        out = _workflow(machine, b, course)
+    finally:
+        beside = again.communicate_checked()
+    _assert_graded_in_full(machine, out, course)
+    assert beside.returncode == 0 and "graded 1 student(s);" in beside.stdout, (
+        f"{beside.stdout}\n{beside.stderr}"
+    )
+    _assert_nothing_shared_in(machine.common_tmp)
+
+
+def test_graders_of_one_group_share_a_course(machine, released):
+    """``POSREF_GROUPSHARED=1``: what one grader of the course's group writes, the next one reads and updates
+    (nbgrader's ``groupshared``): the second grades again, writes feedback and the CSV over the first's."""
+    a, b = machine.graders[0], _second(machine)
+    shared = machine.base / "group-course"
+    course, env = shared / "course", {"POSREF_GROUPSHARED": "1"}
+    shared.mkdir()
+    shutil.chown(shared, a.uid, machine.group)
+    shared.chmod(0o2770)
+    steps = [
+        (a, ("release", ASSIGNMENT)),
+        (a, ("import", str(a.home / "class"))),
+        (b, ("autograde", ASSIGNMENT, "--workers", "1")),
+        (b, ("feedback", ASSIGNMENT)),
+        (a, ("feedback", ASSIGNMENT)),
+        (a, ("export", ASSIGNMENT)),
+        (b, ("export", ASSIGNMENT)),
+    ]
+    for grader, args in steps:
+        result = machine.run(grader, *args, course=course, env=env)
+        assert result.returncode == 0, f"{grader.name}: {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    with open(course / f"{ASSIGNMENT}-grades.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["status"] == "graded" and float(row["score"]) == float(row["max_score"]) > 0, row
+    for path in [course, *course.rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        wanted = 0o2070 if path.is_dir() else 0o060
+        assert mode & wanted == wanted, f"{path.relative_to(course)}: {stat.filemode(mode)}"
+        assert path.stat().st_gid == grp.getgrnam(machine.group).gr_gid, path.relative_to(course)
+
+
+# a student's child in the test below: a user namespace of its own (kernel code that sandbox escapes have gone
+# through), then as many processes as it can make
+GREEDY_CHILD = """
+import ctypes, os, time
+made = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0  # CLONE_NEWUSER
+forked = 0
+try:
+    while forked < 500:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        forked += 1
+except OSError:
+    pass
+print(made, forked)
+"""
+# the instructor's side: 100 threads of their own beside the grader (a browser has hundreds), then that child
+INSTRUCTOR = """
+import subprocess, sys, threading
+from pathlib import Path
+from autograder.sandbox.sandbox import Sandbox, _bwrap_disables_userns
+hold = threading.Event()
+for _ in range(100):
+    threading.Thread(target=hold.wait, daemon=True).start()
+sandbox = Sandbox()
+command, _, _ = sandbox.python_command(Path("/"))
+child = subprocess.run([*command, "-c", sys.argv[1]], capture_output=True, text=True, env=sandbox.env(),
+                       preexec_fn=sandbox.set_limits, timeout=300)
+print(sandbox.mode.split(";")[0], _bwrap_disables_userns(), child.returncode, child.stdout, child.stderr[-300:])
+"""
+
+
+def test_an_instructor_with_many_processes_gets_the_sandbox_and_its_limits(machine):
+    """An ordinary user's sandbox counts its own processes against the process limit, never the instructor's
+    others (more than 64 threads: it could not start at all): the child starts, a fork bomb in it stops at the
+    limit, and it cannot make a user namespace of its own (where bubblewrap can forbid it)."""
+    grader = machine.graders[0]
+    result = machine.run(grader, "-c", INSTRUCTOR, GREEDY_CHILD, course=grader.home / "unused")
+    assert result.returncode == 0, result.stderr
+    mode, disables, status, *child = result.stdout.split(maxsplit=5)
+    if mode != "bubblewrap":
+        pytest.skip(f"no sandbox for an ordinary user here: {result.stdout}")
+    assert status == "0" and len(child) >= 2, result.stdout
+    made, forked = child[:2]
+    assert 0 < int(forked) < Limits().processes, result.stdout
+    assert made == "False" or disables == "False", result.stdout
