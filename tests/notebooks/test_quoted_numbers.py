@@ -67,8 +67,6 @@ QUOTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "q_wrong_pairs": ("cell-16", ("0.55", "0.34", "0.37")),
     },
 }
-# the shares of section 3's trained heads, quoted by 05's Q2 key, come from another cell than its other numbers
-QUOTED_TOO = {("05_rope_analysis", "q_decay"): ("cell-14", ("0.72", "1.00", "0.67"))}
 
 # quoted numbers that are not the run's, per notebook: number -> why
 _NAMES = {
@@ -151,8 +149,6 @@ def nearest(quote: str, printed: list[str], n: int = 3) -> list[str]:
 def quotes(name: str):
     for text_id, (code_id, strings) in QUOTED[name].items():
         yield text_id, code_id, strings
-        if (name, text_id) in QUOTED_TOO:
-            yield text_id, *QUOTED_TOO[name, text_id]
 
 
 @pytest.mark.parametrize("name", sorted(QUOTED))
