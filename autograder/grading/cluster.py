@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,18 +27,31 @@ CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler
 @contextmanager
 def dask_client(scheduler: str | None, workers: int):
     """A ``distributed.Client`` on the scheduler at ``scheduler``, or on a local cluster of ``workers`` worker
-    processes started for the block and stopped after it."""
+    processes started for the block and stopped after it.
+
+    The local cluster is this user's alone, though 127.0.0.1 is every user's of the machine: its connections are
+    TLS with a key and certificate made for the run, in memory (``security=True``), which the scheduler and workers
+    require of whoever connects (without it, another user connected and ran code in the workers as the grader:
+    the course folder, the gradebook); no page of the scheduler or a worker is served (the task names hold student
+    ids); its scratch is in a folder of the user's own (not ``$TMPDIR/dask-scratch-space``, which belongs to
+    whoever graded first)."""
     import dask
     from distributed import Client, LocalCluster
 
     if scheduler is None:
+        # the scheduler's page server moves off port 8787 when another user's cluster holds it, and Dask asked
+        # whoever grades whether "you already have a cluster running"
+        warnings.filterwarnings("ignore", message="Port 8787 is already in use", category=UserWarning)
+        own = {
+            "temporary-directory": str(private_folder("dask")),
+            "distributed.scheduler.http.routes": [],
+            "distributed.worker.http.routes": [],
+        }
         with (
-            # the scheduler's and workers' scratch: not Dask's default $TMPDIR/dask-scratch-space, which belongs
-            # to whoever graded first on this machine
-            dask.config.set({"temporary-directory": str(private_folder("dask"))}),
+            dask.config.set(own),
             LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
-                dashboard_address=None, silence_logs=logging.ERROR,
+                dashboard_address=None, silence_logs=logging.ERROR, security=True,
             ) as cluster,
             Client(cluster) as client,
         ):  # fmt: skip
@@ -58,15 +72,38 @@ def _python(module: str) -> list[str]:
 class LoopbackCluster:
     """A Dask scheduler and ``workers`` workers, each a separate process (no nanny: a killed worker stays dead),
     on 127.0.0.1, as ``dask scheduler`` and ``dask worker`` would run them on other machines. Worker ``i`` is
-    named ``w{i}``. ``stop()`` (or the end of a ``with`` block) ends them all."""
+    named ``w{i}``. ``stop()`` (or the end of a ``with`` block) ends them all.
+
+    As ``dask_client``'s local cluster, it is this user's alone: TLS with a key made for it, in its private folder
+    (as files: the processes are started as commands), set in Dask's configuration of this process (its clients)
+    and of each process it starts, and its scratch in that folder."""
 
     def __init__(self, workers: int = 2, *, start_timeout: float = 120.0) -> None:
+        import dask
+        from distributed.security import Security
+
         self.folder = Path(tempfile.mkdtemp(prefix="posref-dask-"))
-        # Dask's scratch in this private folder, not in $TMPDIR/dask-scratch-space (whoever graded first owns it)
-        self.env = dict(os.environ, DASK_TEMPORARY_DIRECTORY=str(self.folder))
+        made = Security.temporary()  # one self-signed certificate, its own authority, for every role
+        cert, key = self.folder / "cert.pem", self.folder / "key.pem"
+        cert.write_text(made.tls_ca_file)
+        key.write_text(made.tls_scheduler_key)
+        tls = {"distributed.comm.require-encryption": True, "distributed.comm.tls.ca-file": str(cert)}
+        for role in ("scheduler", "worker", "client"):
+            tls |= {
+                f"distributed.comm.tls.{role}.cert": str(cert),
+                f"distributed.comm.tls.{role}.key": str(key),
+            }
+        self._tls = dask.config.set(tls)
+        self.env = dict(
+            os.environ,
+            DASK_TEMPORARY_DIRECTORY=str(self.folder),
+            **{
+                "DASK_" + name.upper().replace(".", "__").replace("-", "_"): str(v) for name, v in tls.items()
+            },
+        )
         file = self.folder / "scheduler.json"
         self.scheduler = subprocess.Popen(
-            [*_python("distributed.cli.dask_scheduler"), "--host", "127.0.0.1", "--port", "0",
+            [*_python("distributed.cli.dask_scheduler"), "--host", "127.0.0.1", "--port", "0", "--protocol", "tls",
              "--no-dashboard", "--scheduler-file", str(file)],
             cwd=REPO, env=self.env, stdout=subprocess.DEVNULL,
             stderr=open(self.folder / "scheduler.log", "w"),  # noqa: SIM115
@@ -114,6 +151,9 @@ class LoopbackCluster:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+        if self._tls is not None:
+            self._tls.__exit__(None, None, None)
+            self._tls = None
 
     def __enter__(self) -> LoopbackCluster:
         return self

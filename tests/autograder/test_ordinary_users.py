@@ -394,3 +394,30 @@ def test_an_instructor_with_many_processes_gets_the_sandbox_and_its_limits(machi
     made, forked = child[:2]
     assert 0 < int(forked) < Limits().processes, result.stdout
     assert made == "False" or disables == "False", result.stdout
+
+
+# another user of the machine, given the address of a grader's local Dask cluster (a port on 127.0.0.1 that anyone
+# can find): connects, as TLS and as plain TCP, and runs code in the workers if it can
+INTRUDER = """
+import os, sys
+from distributed import Client
+for address in (sys.argv[1], sys.argv[1].replace("tls://", "tcp://")):
+    try:
+        with Client(address, timeout=20) as client:
+            print("ran as", client.run(os.getuid))
+    except Exception as err:
+        print("refused", type(err).__name__)
+"""
+
+
+def test_no_other_user_can_run_code_in_a_graders_local_cluster(machine):
+    """The local cluster of ``autograde`` listens on 127.0.0.1, every user's: whoever connects without the run's
+    own key is refused (it was not: another user ran code in the workers, as the grader)."""
+    from autograder.grading.cluster import dask_client
+
+    with dask_client(None, 1) as client:
+        address = client.scheduler.address
+        result = machine.run(machine.graders[0], "-c", INTRUDER, address, course=machine.base)
+        assert client.submit(sum, [1, 2]).result() == 3  # the grader's own client still works
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split().count("refused") == 2, result.stdout
