@@ -177,3 +177,13 @@ def test_a_float32_step_is_refused_by_dtype():
 
     with pytest.raises(CheckFailed, match="float64|dtype"):
         check_step_from_two(float32_step)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_both_derivation_checkers_run_on_cuda():
+    check_rotations_from_step(rotations_from_step, hidden=True, device="cuda")
+    check_step_from_two(step_from_two, hidden=True, device="cuda")
+    with pytest.raises(CheckFailed, match="hint: you returned R_"):
+        check_step_from_two(
+            lambda r_m, r_n, m, n: r_m @ r_n.mT if n == m + 1 else r_n @ r_m.mT, device="cuda"
+        )
