@@ -6,7 +6,8 @@
     python -m autograder autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--student ID ... | --regrade]
                                    [--cell-timeout S] [--notebook-timeout S]
     python -m autograder feedback ASSIGNMENT
-    python -m autograder export ASSIGNMENT [--csv FILE]
+    python -m autograder export ASSIGNMENT [--csv FILE] [--missing-grade empty|0] [--canvas-column TITLE]
+                                   (and the Canvas and Moodle grade files of the course's site users)
     python -m autograder demo [--workers N]
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
     python -m autograder editions update        (the catalogs merged with solutions/: what translators must redo)
@@ -85,6 +86,17 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export")
     p.add_argument("assignment")
     p.add_argument("--csv", type=Path)
+    p.add_argument(
+        "--missing-grade",
+        choices=["empty", "0"],
+        default="empty",
+        help="a course site's grade for a student who handed in nothing, once the due date has passed",
+    )
+    p.add_argument(
+        "--canvas-column",
+        help="the Canvas file's assignment column, as Canvas's gradebook export names it ('Title (id)'); "
+        "default: the assignment's name",
+    )
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)
     p = sub.add_parser(
@@ -150,10 +162,14 @@ def main(argv: list[str] | None = None) -> None:
                 f"no feedback for {len(failed)} student(s): {course.printable(', '.join(failed))}"
             )
     elif args.command == "export":
-        from autograder.grading.export import export, print_table
+        from autograder.grading.export import export_with_site_files, print_table
 
-        rows = export(args.assignment, args.csv)
+        rows, written = export_with_site_files(
+            args.assignment, args.csv, args.missing_grade, args.canvas_column
+        )
         print_table(rows)
+        for path in written:
+            print(f"wrote {course.printable(str(path))}")
         failed = sorted({row["student"] for row in rows if row["status"] == "could not grade"})
         if failed:
             names = course.printable(", ".join(failed))

@@ -10,10 +10,7 @@ its record.
 
 from __future__ import annotations
 
-import csv
 import json
-import re
-import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +18,8 @@ import nbformat
 
 from autograder.course import course_dir, gradebook, printable, require_assignment, source_dir
 from autograder.editions.notebook import EDITIONS, ENGLISH
-from autograder.intake import late
+from autograder.grading.spreadsheet import write_csv
+from autograder.intake import late, site_users
 from autograder.intake.submissions import fingerprint
 
 FIELDS = [
@@ -58,6 +56,12 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
     )
     records = course / "records" / assignment
     students |= {p.stem for p in records.glob("*.json")}
+    try:  # the site users of every assignment: a student of the course who handed in nothing of this one too
+        students |= {user["student"] for user in site_users.recorded(course).users.values()}
+    except (
+        ValueError
+    ):  # a record that cannot be read: the site files are not written, and the command says why
+        pass
     rows = []
     due = late.due_date(assignment)
 
@@ -116,13 +120,35 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
             del rows[done:]
             without_score(student, "could not grade", f"its record or submission folder cannot be read "
                           f"({type(err).__name__}: {err}): {again_for(student)}", {"submitted": "", "hours_late": ""})  # fmt: skip
-    csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        writer.writerows({k: _spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+    write_csv(
+        csv_path or course_dir() / f"{assignment}-grades.csv",
+        FIELDS,
+        [[row[k] for k in FIELDS] for row in rows],
+    )
     return rows
+
+
+def export_with_site_files(
+    assignment: str, csv_path: Path | None, missing: str = "empty", canvas_column: str | None = None
+) -> tuple[list[dict], list[Path]]:
+    """``python -m autograder export``: ``export``'s CSV, then the course sites' grade files beside it
+    (``site_files.write``: ``missing``, the grade of a student who handed in nothing; ``canvas_column``, the Canvas
+    file's assignment column). Returns the rows and the files written; SystemExit for a column Canvas would not
+    read as this assignment's."""
+    from autograder.grading import site_files
+
+    problem = canvas_column is not None and site_files.canvas_column_problem(canvas_column)
+    if problem:
+        raise SystemExit(f"--canvas-column: {problem}")
+    csv_path = csv_path or course_dir() / f"{assignment}-grades.csv"
+    rows = export(assignment, csv_path)
+    try:
+        sites = site_files.write(
+            assignment, rows, csv_path.parent, missing=missing, canvas_column=canvas_column
+        )
+    except ValueError as err:
+        raise SystemExit(f"wrote {csv_path}, but no course site's grade file: {err}") from None
+    return rows, [csv_path, *sites]
 
 
 def _edition(notebook: dict) -> str:
@@ -138,25 +164,6 @@ def _cell_points(cell) -> float:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     test = cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution")
     return float(meta.get("points", 0)) if test else 0.0
-
-
-# What could start a cell: a separator of any common locale (, ; tab |) or a line break, outside quotes or inside
-# them for a reader that ignores them. A cell starting with = + - @ (or their full-width forms), after spaces
-# and quotes, is a formula to Excel, LibreOffice or Google Sheets (OWASP: CSV injection).
-_CELL_START = re.compile(r"""(^|[,;|\n])(?=[^\S\n]*"*[^\S\n]*[=+\-@\uff1d\uff0b\uff0d\uff20])""")
-_LINE_BREAKS = re.compile("\r\n?|[\u0085\u2028\u2029]")
-MAX_FIELD = 32_000  # characters of a field: a spreadsheet cell holds 32,767, Python's csv reads 131,072
-
-
-def _spreadsheet_safe(value: object) -> str:
-    """A CSV field that no spreadsheet reads as a formula, however it splits the line: tabs and control
-    characters become spaces, line breaks ``\\n``, and every place a separator could start a cell that begins
-    with = + - @ gets an apostrophe there (a student id ``=HYPERLINK(...)``, a message ``see notes;=40+2``);
-    at most ``MAX_FIELD`` characters (the record holds the rest)."""
-    text = _LINE_BREAKS.sub("\n", str(value)[: MAX_FIELD + 1])
-    text = "".join(c if c == "\n" or not unicodedata.category(c).startswith("C") else " " for c in text)
-    text = _CELL_START.sub(r"\1'", text)
-    return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 40] + " [...: the record holds the rest]"
 
 
 def print_table(rows: list[dict], expected: dict | None = None) -> None:

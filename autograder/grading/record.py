@@ -419,7 +419,7 @@ def _grade_notebook(
 
 MAX_MESSAGE = 8_000  # characters of one test cell's message in a record
 MAX_PROBLEMS = (
-    16_000  # characters of a notebook's problems in all (a CSV field holds 32,000: export.MAX_FIELD)
+    16_000  # characters of a notebook's problems in all (a CSV field holds 32,000: spreadsheet.MAX_FIELD)
 )
 
 

@@ -84,7 +84,7 @@ class SiteUsers:
 
 
 def _read(path: Path) -> dict[str, dict]:
-    """The record's users; SystemExit, saying what to do, for a file that is not one."""
+    """The record's users; ValueError, saying what is wrong, for a file that is not one."""
     if not path.exists():
         return {}
     try:
@@ -101,11 +101,17 @@ def _read(path: Path) -> dict[str, dict]:
         ):
             raise ValueError(f"expected version {VERSION} and users of {', '.join(fields)} (strings)")
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise SystemExit(
+        raise ValueError(
             f"the course's record of site users, {path}, cannot be read ({type(err).__name__}: {err}): fix it "
-            "or restore it from a backup; nothing was imported"
+            "or restore it from a backup"
         ) from None
     return users
+
+
+def recorded(course: Path) -> SiteUsers:
+    """The course's record as it is now, read without the lock (``export`` reads it; only ``import`` writes it);
+    ValueError, saying what is wrong, for a file that is not one."""
+    return SiteUsers(course / FILE, _read(course / FILE))
 
 
 @contextmanager
@@ -116,7 +122,10 @@ def held(course: Path) -> Iterator[SiteUsers]:
     path = course / FILE
     with open(course / f".{FILE}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        record = SiteUsers(path, _read(path))
+        try:
+            record = SiteUsers(path, _read(path))
+        except ValueError as err:
+            raise SystemExit(f"{err}; nothing was imported") from None
         try:
             yield record
         finally:  # the users imported before anything stopped the import are in the course: recorded too
