@@ -6,9 +6,11 @@ readable cases with a fixed seed; hidden mode draws many cases at grading time (
 
 The package shows its three concerns in its folders, over a shared vocabulary at the top:
 
-- ``cases``, ``report``, ``rules``, ``watch`` (and ``rope_cases``): how cases are drawn, how a difference is
-  reported and hinted, which of posref's implementations a graded cell may not use (``rules`` reads the source for
-  the early message, ``watch`` sees what runs). Every other part of grading builds on these.
+- ``cases``, ``report``, ``frames``, ``rules``, ``watch`` (and ``rope_cases``, ``fingerprints``, ``threads``): how
+  cases are drawn, how a difference is reported and hinted (and where the student's code raised), which of posref's
+  implementations a graded cell may not use (``rules`` reads the source for the early message, ``watch`` sees what
+  runs, in every thread the answer starts, knowing posref's code by what it computes). Every other part of grading
+  builds on these.
 - ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` and
   ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
 - ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and

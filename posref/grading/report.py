@@ -13,60 +13,15 @@ helpers a notebook could replace.
 from __future__ import annotations
 
 import math
-import sysconfig
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from posref.grading.frames import students, where_it_raised
 from posref.i18n import _
-
-# frames in these folders are not the student's code: posref's own, the standard library's and installed packages'
-# (IPython's, torch's)
-_NOT_THEIRS = tuple(
-    Path(p).resolve()
-    for p in {
-        str(Path(__file__).resolve().parents[1]),
-        *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")),
-    }
-)
-
-
-def _students(filename: str) -> bool:
-    """Whether a frame's file is the student's code (a notebook cell, their own module)."""
-    path = Path(filename).resolve()
-    return not any(path.is_relative_to(folder) for folder in _NOT_THEIRS)
-
-
-def where_it_raised(err: BaseException) -> str:
-    """`` (line 3 of cell 5: `y = x @ w`)``: the student's own line where ``err`` was raised or passed through
-    last (the innermost of their frames), never a path of the machine it ran on; '' when no frame is theirs.
-    A cell run by the score of record's child is ``<cell N>`` (N counts the source notebook's cells from 0); a
-    notebook cell in the student's kernel is "your cell"; a module of theirs is named by its file name. A stub's
-    ``NotImplementedError`` gets none: what it says (or the stub hint) is what to do."""
-    if isinstance(err, NotImplementedError):
-        return ""
-    tb = traceback.extract_tb(err.__traceback__)
-    frames = [f for f in tb if _students(f.filename) and not f.filename.startswith(("<frozen", "<string"))]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    name = frame.filename
-    if name.startswith("<cell ") and name.endswith(">"):
-        place = _("cell {number}").format(number=name[len("<cell ") : -1])
-    elif name.startswith("<") or "ipykernel_" in name or "ipython-input" in name:
-        place = _("your cell")
-    else:
-        place = Path(name).name
-    code = (frame.line or "").strip()
-    if code:
-        return _(" (line {line} of {place}: `{code}`)").format(
-            line=frame.lineno, place=place, code=code[:160]
-        )
-    return _(" (line {line} of {place})").format(line=frame.lineno, place=place)
 
 
 class CheckFailed(AssertionError):
@@ -81,7 +36,7 @@ class CheckFailed(AssertionError):
         for err in (self.__cause__, self):  # where the student's function raised, then the check's call
             if err is not None:
                 tb = traceback.extract_tb(err.__traceback__)
-                frames += [f for f in tb if _students(f.filename)]
+                frames += [f for f in tb if students(f.filename)]
         lines = [f"{type(self).__name__}: {self}"]
         if frames:
             lines += ["", _("Your code, where it was called (posref's own frames left out):")]
@@ -199,10 +154,24 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _sample(t: torch.Tensor, n: int = 6) -> str:
-    flat = t.reshape(-1)[:n].tolist()
-    more = ", ..." if t.numel() > n else ""
-    return "[" + ", ".join(_fmt(v) for v in flat) + more + "]"
+def _fmt_apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with 6 significant digits, or as many more (up to 17) as it takes to tell them apart: a
+    difference beyond a float32's rounding must not read "expected 25.4782, got 25.4782"."""
+    for digits in range(6, 18):
+        shown = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if shown[0] != shown[1] or a == b or (math.isnan(a) and math.isnan(b)):
+            return shown
+    return shown
+
+
+def _sample(t: torch.Tensor, start: int = 0, n: int = 6) -> str:
+    flat = t.reshape(-1)[start : start + n].tolist()
+    more = ", ..." if t.numel() > start + n else ""
+    return "[" + ("..., " if start else "") + ", ".join(_fmt(v) for v in flat) + more + "]"
+
+
+def _index(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if len(shape) else ()
 
 
 def difference(
@@ -284,12 +253,9 @@ def _scalar_difference(
     else:
         wrong = math.isnan(float(got)) or err > a + r * abs(expected)
     if wrong:
+        shown = _fmt_apart(expected, float(got))
         return _("{what}: expected {expected}, got {got} (|error| {error}, tolerance {tolerance})").format(
-            what=what,
-            expected=_fmt(expected),
-            got=_fmt(float(got)),
-            error=_fmt(err),
-            tolerance=_fmt(a + r * abs(expected)),
+            what=what, expected=shown[0], got=shown[1], error=_fmt(err), tolerance=_fmt(a + r * abs(expected))
         )
     return None
 
@@ -309,9 +275,15 @@ def _tensor_difference(
     if not isinstance(got, torch.Tensor):
         return _("{what}: expected a torch.Tensor, got {kind}").format(what=what, kind=_kind(got))
     if tuple(got.shape) != tuple(expected.shape):
-        return _("{what}: expected shape {expected}, got shape {got}").format(
+        message = _("{what}: expected shape {expected}, got shape {got}").format(
             what=what, expected=tuple(expected.shape), got=tuple(got.shape)
         )
+        reshaped = got.numel() == expected.numel() and got.device == expected.device and not got.is_complex()
+        if reshaped and not _mismatch(expected, got.detach().reshape(expected.shape), atol, rtol).any():
+            message += _(" (the right values in the wrong shape: return them as {expected})").format(
+                expected=tuple(expected.shape)
+            )
+        return message
     if got.device != expected.device:
         return _(
             "{what}: expected a tensor on {expected} (the inputs' device), got one on {got}; "
@@ -343,19 +315,35 @@ def _tensor_difference(
     if not bad.any():
         return None
     e64, g64 = expected.double(), got.detach().double()
+    n_bad, n = int(bad.sum()), bad.numel()
+    a, r = _tol(expected.dtype, atol, rtol)
+    coarser = got.dtype.is_floating_point and torch.finfo(got.dtype).eps > torch.finfo(expected.dtype).eps
+    if coarser and not _mismatch(expected, got, *default_tolerance(got.dtype)).any():
+        # right to the precision of the dtype returned, which is not the one asked for: say so, not "25.4782, got
+        # 25.4782"
+        return _(
+            "{what}: expected {expected} values, got {got}: they agree with the reference to {got}'s precision "
+            "(largest difference {error}), but {n_bad} of {n} are outside this output's tolerance (|got - "
+            "expected| <= {atol} + {rtol} * |expected|); compute it in {expected} and return {expected}"
+        ).format(
+            what=what,
+            expected=str(expected.dtype).removeprefix("torch."),
+            got=str(got.dtype).removeprefix("torch."),
+            error=_fmt(float((g64 - e64).abs().max())),
+            n_bad=n_bad,
+            n=n,
+            atol=_fmt(a),
+            rtol=_fmt(r),
+        )
     err = (g64 - e64).abs().nan_to_num(nan=math.inf)
     err = torch.where(bad, err, torch.zeros_like(err))
     flat = int(err.reshape(-1).argmax())
-    where = (
-        tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape))
-        if expected.ndim
-        else ()
-    )
-    n_bad, n = int(bad.sum()), bad.numel()
-    a, r = _tol(expected.dtype, atol, rtol)
+    where = _index(flat, expected.shape)
+    first = int(bad.reshape(-1).nonzero()[0])
     if inputs is not None and tuple(inputs[1].shape) == tuple(expected.shape):
         where = f"{where} ({inputs[0]} = {_fmt(inputs[1].reshape(-1)[flat].item())})"
-    return _(
+    there = _fmt_apart(float(e64.reshape(-1)[flat]), float(g64.reshape(-1)[flat]))
+    message = _(
         "{what}: {n_bad} of {n} values differ (tolerance |got - expected| <= {atol} + {rtol} * |expected|)\n"
         "    expected {expected}\n"
         "    got      {got}\n"
@@ -366,13 +354,40 @@ def _tensor_difference(
         n=n,
         atol=_fmt(a),
         rtol=_fmt(r),
-        expected=_sample(e64),
-        got=_sample(g64),
+        expected=_sample(e64, first),
+        got=_sample(g64, first),
         error=_fmt(float(err.reshape(-1)[flat])),
         where=where,
-        expected_there=_fmt(float(e64.reshape(-1)[flat])),
-        got_there=_fmt(float(g64.reshape(-1)[flat])),
+        expected_there=there[0],
+        got_there=there[1],
     )
+    # the coarser grid first: a bfloat16 value is a float16 one too
+    for low in (torch.bfloat16, torch.float16):
+        # every value one of ``low``'s, and every difference within its rounding: computed in ``low`` (a wrong
+        # formula's values are not all on its grid)
+        rounded = got.dtype != low and not coarser and bool((got.detach().to(low).to(got.dtype) == got).all())
+        if rounded and not _mismatch(expected, got, *default_tolerance(low)).any():
+            message += "\n    " + _(
+                "every difference is within {low}'s rounding (|got - expected| <= {atol} + {rtol} * |expected|): did a "
+                "step of your computation run in {low}? keep every step in {dtype}"
+            ).format(
+                low=str(low).removeprefix("torch."),
+                atol=_fmt(default_tolerance(low)[0]),
+                rtol=_fmt(default_tolerance(low)[1]),
+                dtype=str(got.dtype).removeprefix("torch."),
+            )
+            break
+    if first:  # the values shown start where the first difference is
+        message += "\n    " + _("(both lists from index {index}, the first value that differs)").format(
+            index=_index(first, expected.shape)
+        )
+    broken = int((~torch.isfinite(g64) & torch.isfinite(e64)).sum())
+    if broken:
+        message += "\n    " + _(
+            "{broken} of your values are NaN or infinite where the reference's are finite: look for an overflow "
+            "(float16 holds at most 65504), a division by zero or the log of 0"
+        ).format(broken=broken)
+    return message
 
 
 def _tol(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from posref.grading import watch
 from posref.grading.report import CheckFailed
 from posref.i18n import N_, _
@@ -52,12 +54,30 @@ _SDPA = N_(
     "the exercise asks you to write attention from its formula, so a library's attention (torch's or posref's) "
     "is not an answer"
 )
+
+
+def torch_attention() -> tuple[str, ...]:
+    """The names of every attention operator torch has, which an exercise that asks for attention's formula forbids
+    all alike: the operators of ``torch.ops.aten`` whose name says attention or whose schema takes a query and a key
+    (``scaled_dot_product_attention``, its math, flash, efficient and cuDNN kernels, the multi-head ones; read from
+    torch's registry, so that an operator a later torch adds joins them), and torch's attention written in Python or
+    built from them (``multi_head_attention_forward``, ``MultiheadAttention``, ``flex_attention``).
+    ``tests/grading/test_watch.py`` holds the family against the registry."""
+    names = {"multi_head_attention_forward", "MultiheadAttention", "flex_attention"}
+    for schema in torch._C._jit_get_all_schemas():
+        if schema.name.startswith("aten::"):
+            name, arguments = schema.name.removeprefix("aten::"), {a.name for a in schema.arguments}
+            if "attention" in name or {"query", "key"} <= arguments or {"q", "k"} <= arguments:
+                names.add(name)
+    return tuple(sorted(names))
+
+
 _ROPE = ("apply_rope", "apply_rope_qk", "RotaryEmbedding", "apply_rope_compiled", "apply_rope_triton")
 _FREQUENCIES = ("rope_frequencies", "rope_from_config", "RopeConfig", "SCALING_METHODS", "ntk_base", "yarn_mscale",
                 "dynamic_ntk_alpha")  # fmt: skip
 
 _ATTENTION = Rule(
-    ("scaled_dot_product_attention", "attention_scores"), {"scaled_dot_product_attention": _SDPA}
+    ("scaled_dot_product_attention", "attention_scores"), dict.fromkeys(torch_attention(), _SDPA)
 )
 RULES: dict[str, Rule] = {
     "check_attention": _ATTENTION,
@@ -264,11 +284,18 @@ def watch_target(checker: str) -> watch.Target | None:
 
 
 def ran_problem(checker: str, ran: Sequence[str]) -> str:
-    """What a function did, in words, when ``ran`` (names reported by ``posref.grading.watch``) ran while it was
-    checked under ``checker``'s rule: the first name with its reason, and any others."""
-    first, others = ran[0], [n for n in ran[1:] if n != watch.BLINDED]
+    """What a function did, in words, when ``ran`` (names reported by ``posref.grading.watch``, a ``watch.Ran``) ran
+    while it was checked under ``checker``'s rule: the first name with its reason and, where one of the student's own
+    functions other than the one checked ran it (``Ran.through``), that function; and any others."""
+    first, others = ran[0], [n for n in ran[1:] if n not in (watch.BLINDED, watch.UNFOLLOWED)]
     rule = RULES.get(checker, Rule(()))
-    if first == watch.BLINDED or first.startswith(("sys.", "threading.")):
+    via = getattr(ran, "through", {}).get(first)
+    if first == watch.UNFOLLOWED:
+        why = _(
+            "ran code in a thread that the grader's watch could not follow (one started past _thread and threading, "
+            "or one that switched the watch off), which no answer needs"
+        )
+    elif first == watch.BLINDED or first.startswith(("sys.", "threading.")):
         # watch.BLINDED names it "(switched off)"; the sentence says so itself
         why = _("switched off the grader's watch of what runs ({first}), which no answer needs").format(
             first=first
@@ -283,6 +310,11 @@ def ran_problem(checker: str, ran: Sequence[str]) -> str:
             why = _("ran {name} while it was checked, which is {reference}").format(
                 name=first, reference=_(REFERENCE)
             )
+        if via is not None:  # one of the student's other functions ran it for the one checked
+            why = _(
+                "{problem}; your {function} called it, and what your other functions run for this answer counts as "
+                "its own"
+            ).format(problem=why, function=via)
     if not others:
         return why
     listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
@@ -319,11 +351,13 @@ def watched(checker: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` run under ``checker``'s watch (``posref.grading.watch``): a call during which forbidden code ran
     fails the check with what ran, whatever the call returned or raised."""
     forbidden = watch_target(checker)
+    # the namespace of the answer cells: the function's own globals (its __init__'s for a class)
+    answers = getattr(fn, "__globals__", None) or getattr(getattr(fn, "__init__", None), "__globals__", None)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         error = None
-        with watch.watching(forbidden) as ran:
+        with watch.watching(forbidden, answers) as ran:
             try:
                 result = fn(*args, **kwargs)
             except Exception as err:  # reported below unless forbidden code ran first

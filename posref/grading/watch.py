@@ -4,20 +4,27 @@ what the function is graded on, or a torch function the exercise forbids (``rule
 Reading the answer's source (``rules.find_forbidden``) finds the one-line call and says so early; this module finds
 what actually runs, however it was reached: a star import, a name spelled out in a string for ``getattr`` or
 ``importlib``, a private helper (``posref.rope._apply_half``), a method (``model.with_positions("nope")``), an
-alias or a subclass of a forbidden class, a reloaded module. It identifies code, not names:
+alias or a subclass of a forbidden class, a reloaded module, a copy. It identifies code, not names:
 
 * posref's functions: the code objects of the rule's names (functions, every method a forbidden class defines,
   the functions a forbidden registry holds, as ``SCALING_METHODS`` holds ``_yarn``), their nested functions, and
-  the private helpers of their modules that only they use; a code object compiled again from the same file (a
-  reload) is matched by its file and qualified name;
+  the private helpers of their modules that only they use; by identity, and by what they compute
+  (``fingerprints``): the same code compiled again under another file or function name, rebuilt with
+  ``code.replace``, without its docstrings or with its local variables renamed is still posref's;
 * a forbidden class's inherited code: a method that posref's base classes define (or ``nn.Module.__init__``) runs
   with ``self`` an instance of the forbidden class (``NoPE`` defines no method of its own: its instances are what
   is forbidden);
-* torch's functions (``scaled_dot_product_attention``): by identity, as ``sys.setprofile`` sees a call of a
-  builtin and as a ``TorchFunctionMode`` sees a torch function called from anywhere (also from C, e.g. through
-  ``functools.partial``);
-* a call of ``sys.setprofile``/``sys.settrace`` (or ``threading``'s) while watched, and a watch found switched off
-  after the call: the plain ways to blind it.
+* torch's functions (the family of attention operators, ``rules.torch_attention``): by identity, as
+  ``sys.setprofile`` sees a call of a builtin or an operator and as a ``TorchFunctionMode`` sees a torch function
+  called from anywhere (also from C, e.g. through ``functools.partial``), and torch's attention written in Python
+  (``multi_head_attention_forward``, ``flex_attention``) as posref's code is;
+* a call of ``sys.setprofile``/``sys.settrace`` while watched, a watch found switched off after the call
+  (``BLINDED``), and a thread the watch could not follow (``UNFOLLOWED``): the plain ways to blind it.
+
+Every thread the answer starts is watched (``threads``): one hook, installed in each thread that ``_thread`` or
+``threading`` starts, reports to whichever watch is on. What ran is reported by name, and, where one of the student's
+own functions (code of ``__main__``) other than the one checked called it, with that function's name
+(``Ran.through``): an answer's rule covers what its earlier answers run for it, and the message says which did.
 
 What the checker's harness runs for the student's function (08's ``run_drop`` builds the model it hands to
 ``drop``) is named by the rule's ``harness`` and left out of the watch. The rules themselves are
@@ -25,32 +32,34 @@ What the checker's harness runs for the student's function (08's ``run_drop`` bu
 calls: the checker's reference calls run outside it.
 
 Where it runs, and what that guarantees. In the score of record the student's code runs in a sandboxed child and
-the watch runs there too (``posref.grading.remote.serve``), armed from an index of posref built before any student code runs
-(``index``), so that patching posref's module attributes later changes nothing. The child reports what ran as
-plain data (names) beside each call's reply. The grader takes a report at its word, because it can only lower the
-student's own score; it never needs the child's word that nothing ran. So: every run of watched code that the
-child's own code does not deliberately hide (by switching the watch off by means other than the plain calls above,
-e.g. through ``gc`` or ``ctypes``, or by running it in a thread started before the call or in another process)
-costs the function's cells. Deliberately blinding the grader is tampering, not an answer: the honour code's
-business, as copying posref's source under another name is.
+the watch runs there too (``posref.grading.child.remote.serve``), armed from an index of posref built before any
+student code runs (``index``, which also covers threads), so that patching posref's module attributes later changes
+nothing. The child reports what ran as plain data (names) beside each call's reply. The grader takes a report at its
+word, because it can only lower the student's own score; it never needs the child's word that nothing ran. So: every
+run of watched code that the child's own code does not deliberately hide (by switching the watch off by means other
+than the plain calls above, e.g. through ``gc`` or ``ctypes``, or by running it in another process) costs the
+function's cells. Deliberately blinding the grader is tampering, not an answer: the honour code's business.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import CodeType, FunctionType
+from types import CodeType, FrameType, FunctionType
 from typing import Any
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
+
+from posref.grading import threads
+from posref.grading.fingerprints import fingerprint, substantial
 
 # the core of posref, where every rule's names live (a name is looked up in every loaded module of posref)
 _MODULES = (
@@ -68,25 +77,30 @@ _MODULES = (
     "posref.lab.evaluate",
     "posref.grading",
 )
+# where torch keeps what a rule's torch names name: functions, modules, and the operators of torch.ops.aten
+_TORCH_PLACES = (
+    "torch.nn.functional",
+    "torch",
+    "torch._C._nn",
+    "torch.nn",
+    "torch.nn.attention.flex_attention",
+)
 # the calls that switch a watch off: a call of one of them while watched is reported as such
-_BLINDING = {
-    sys.setprofile: "sys.setprofile",
-    sys.settrace: "sys.settrace",
-    threading.setprofile: "threading.setprofile",
-    threading.settrace: "threading.settrace",
-}
+_SET_PROFILE, _GET_PROFILE = sys.setprofile, sys.getprofile  # as they were: a student may rebind sys's names
+_BLINDING = {_SET_PROFILE: "sys.setprofile", sys.settrace: "sys.settrace"}
 BLINDED = "the grader's watch of what runs (switched off)"
+UNFOLLOWED = "the grader's watch of what runs (a thread it could not follow)"
 
 
 @dataclass(frozen=True)
 class Target:
-    """What one rule forbids to run, by identity: ``codes`` (id -> (code, name)), ``places`` ((file, qualified
-    name) -> name, for code compiled again from posref's files), ``classes`` (forbidden classes) with ``inherited``
-    (id -> code of the methods their instances run from base classes), ``builtins`` (id -> (object, name):
-    torch's forbidden functions and the calls that blind the watch)."""
+    """What one rule forbids to run: ``codes`` (id -> (code, name)) and ``contents`` (fingerprint -> name, for the
+    same code made anew), ``classes`` (forbidden classes) with ``inherited`` (id -> code of the methods their
+    instances run from base classes), ``builtins`` (id -> (object, name): torch's forbidden functions and operators
+    and the calls that blind the watch) and ``torch_functions`` (object -> name, for the torch function mode)."""
 
     codes: Mapping[int, tuple[CodeType, str]]
-    places: Mapping[tuple[str, str], str]
+    contents: Mapping[bytes, str]
     classes: tuple[type, ...]
     inherited: Mapping[int, CodeType]
     builtins: Mapping[int, tuple[Any, str]]
@@ -184,7 +198,9 @@ class _Index:
 @functools.cache
 def index() -> _Index:
     """posref's code as imported: build it before any student code runs (``remote.serve`` does), so that what a
-    student's code later puts under posref's names changes nothing."""
+    student's code later puts under posref's names changes nothing; from then on every thread started is watched
+    (``threads.cover``)."""
+    threads.cover(_hook)
     return _Index()
 
 
@@ -192,13 +208,22 @@ def _name(fn: FunctionType) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _torch_functions(name: str) -> list[Any]:
-    """torch's objects called ``name``: ``torch.nn.functional``'s, ``torch``'s and the aten operator's overloads."""
-    found = [getattr(m, name) for m in (torch.nn.functional, torch) if hasattr(m, name)]
+def _torch_objects(name: str) -> list[Any]:
+    """torch's objects called ``name`` (``_TORCH_PLACES``), and the aten operator's packet and overloads with the
+    builtins they call."""
+    found = []
+    for place in _TORCH_PLACES:
+        try:
+            module = importlib.import_module(place)
+        except ImportError:  # flex_attention in an older torch
+            continue
+        if hasattr(module, name):
+            found.append(getattr(module, name))
     if hasattr(torch.ops.aten, name):
         packet = getattr(torch.ops.aten, name)
-        found += [getattr(packet, "_op", None)] + [getattr(packet, o)._op for o in packet.overloads()]
-    return [f for f in found if f is not None]
+        overloads = [getattr(packet, o) for o in packet.overloads()]
+        found += [packet, packet._op, *overloads, *(o._op for o in overloads)]
+    return found
 
 
 @functools.cache
@@ -220,7 +245,6 @@ def target(
             forbidden.pop(key, None)
     posref.with_helpers(forbidden)
     codes = {id(c): (c, _name(fn)) for fn in forbidden.values() for c in _nested(fn.__code__)}
-    places = {(c.co_filename, c.co_qualname): name for c, name in codes.values()}
     inherited = {
         id(f.__code__): f.__code__
         for cls in classes.values()
@@ -232,63 +256,118 @@ def target(
     builtins = {id(f): (f, name) for f, name in _BLINDING.items()}
     torch_functions = {}
     for name in torch_names:
-        for f in _torch_functions(name):
-            builtins[id(f)] = (f, f"torch's {name}")
-            torch_functions[f] = f"torch's {name}"
-    return Target(codes, places, tuple(classes.values()), inherited, builtins, torch_functions)
+        for found in _torch_objects(name):
+            functions = _functions_of(found) if inspect.isclass(found) else [found]
+            for f in functions:
+                if isinstance(f, FunctionType):  # torch's attention written in Python
+                    codes.update((id(c), (c, f"torch's {name}")) for c in _nested(f.__code__))
+                else:
+                    builtins[id(f)] = (f, f"torch's {name}")
+                    torch_functions[f] = f"torch's {name}"
+    # the grading package's own implementations (the speed checks' vectorised ones) are model answers by design: known
+    # by identity only, so that an answer written as the model answer is not taken for them
+    contents = {
+        fingerprint(c): name
+        for c, name in codes.values()
+        if substantial(c) and not name.startswith("posref.grading.")
+    }
+    return Target(codes, contents, tuple(classes.values()), inherited, builtins, torch_functions)
+
+
+class Ran(list):
+    """The names of what a target forbids that ran while watched (each once, in order), and ``through``: name -> the
+    student's own function that ran it, where that is not the function checked. The student's functions are those of
+    ``answers`` (the answer cells' namespace): a frame of a function it names (under that name, wherever its code
+    came from) or of code defined in it; the innermost of those that led to the forbidden code ran it, and if the
+    outermost is another one, that one was checked (``rope_scores`` checked, its ``apply_rope`` ran posref's)."""
+
+    def __init__(self, answers: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.answers, self.through = answers, {}
+
+    def note(self, name: str, frame: FrameType | None = None) -> None:
+        """Add ``name`` (once), run in ``frame`` or by the code of ``frame``."""
+        if name in self:  # each name once: a helper run in a loop must not fill the memory
+            return
+        self.append(name)
+        if self.answers is None or frame is None:
+            return
+        named = {id(v.__code__): k for k, v in list(self.answers.items()) if isinstance(v, FunctionType)}
+        theirs = []  # the student's functions that led to it, innermost first
+        while frame is not None:
+            code = frame.f_code
+            if id(code) in named:
+                theirs.append(named[id(code)])
+            elif frame.f_globals is self.answers:
+                theirs.append(code.co_qualname)
+            frame = frame.f_back
+        if len(theirs) > 1 and theirs[0] != theirs[-1]:
+            self.through[name] = theirs[0]
+
+
+@dataclass
+class _Watch:
+    target: Target
+    ran: Ran
+
+
+_on: list[_Watch | None] = [None]  # the watch in force, to which the hook reports from every thread
+
+
+def _hook(frame: FrameType, event: str, arg: Any) -> None:
+    """The profile function of every watched thread (see the module's docstring)."""
+    if event == "c_call" and arg is _SET_PROFILE:
+        threads.switched_off()  # a thread that set another profile is no longer watched
+    watch = _on[0]
+    if watch is None:
+        return
+    target = watch.target
+    if event == "call":
+        code = frame.f_code
+        hit = target.codes.get(id(code))
+        if hit is not None and hit[0] is code:
+            watch.ran.note(hit[1], frame)
+        elif (name := target.contents.get(fingerprint(code))) is not None:
+            watch.ran.note(name, frame)  # a copy the student's namespace holds is their function
+        elif id(code) in target.inherited and isinstance(frame.f_locals.get("self"), target.classes):
+            cls = next(c for c in target.classes if isinstance(frame.f_locals["self"], c))
+            watch.ran.note(f"{cls.__module__}.{cls.__qualname__}", frame)
+    elif event == "c_call":
+        hit = target.builtins.get(id(arg))
+        if hit is not None and hit[0] is arg:
+            watch.ran.note(hit[1], frame)
 
 
 class _TorchCalls(TorchFunctionMode):
     """Reports each call of a forbidden torch function, from Python or from C."""
 
-    def __init__(self, forbidden: Mapping[Any, str], ran: list[str]) -> None:
+    def __init__(self, forbidden: Mapping[Any, str], ran: Ran) -> None:
         super().__init__()
         self.forbidden, self.ran = forbidden, ran
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = self.forbidden.get(func)
-        if name is not None and name not in self.ran:
-            self.ran.append(name)
+        if name is not None:
+            self.ran.note(name, sys._getframe(1))
         return func(*args, **(kwargs or {}))
 
 
 @contextmanager
-def watching(target: Target | None) -> Iterator[list[str]]:
-    """While the block runs, the names of what ``target`` forbids that ran (each once, in order) collect in the list
-    yielded; the watch found switched off when the block ends adds ``BLINDED``. ``None`` watches nothing."""
-    ran: list[str] = []
+def watching(target: Target | None, answers: Mapping[str, Any] | None = None) -> Iterator[Ran]:
+    """While the block runs, in the calling thread and in every thread it starts or uses, the names of what
+    ``target`` forbids that ran collect in the ``Ran`` yielded (with the functions of ``answers``, the answer cells'
+    namespace, that ran them); the watch found switched off when the block ends adds ``BLINDED``, a thread it could
+    not follow ``UNFOLLOWED``. ``None`` watches nothing."""
+    ran = Ran(answers)
     if target is None:
         yield ran
         return
-
-    on = [True]  # off before the watch switches itself off (its own sys.setprofile is not the student's)
-
-    def report(name: str) -> None:
-        if name not in ran:  # each name once: a helper run in a loop must not fill the memory
-            ran.append(name)
-
-    def hook(frame, event, arg):
-        if not on[0]:
-            return
-        if event == "call":
-            code = frame.f_code
-            hit = target.codes.get(id(code))
-            if hit is not None and hit[0] is code:
-                report(hit[1])
-            elif (code.co_filename, code.co_qualname) in target.places:
-                report(target.places[code.co_filename, code.co_qualname])
-            elif id(code) in target.inherited and isinstance(frame.f_locals.get("self"), target.classes):
-                cls = next(c for c in target.classes if isinstance(frame.f_locals["self"], c))
-                report(f"{cls.__module__}.{cls.__qualname__}")
-        elif event == "c_call":
-            hit = target.builtins.get(id(arg))
-            if hit is not None and hit[0] is arg:
-                report(hit[1])
-
+    threads.cover(_hook)
+    count = threads.Count()
+    outer, _on[0] = _on[0], _Watch(target, ran)
+    previous = _GET_PROFILE()
+    _SET_PROFILE(_hook)
     mode = _TorchCalls(target.torch_functions, ran) if target.torch_functions else None
-    previous = sys.getprofile(), threading.getprofile()
-    threading.setprofile(hook)
-    sys.setprofile(hook)
     try:
         if mode is None:
             yield ran
@@ -296,9 +375,10 @@ def watching(target: Target | None) -> Iterator[list[str]]:
             with mode:
                 yield ran
     finally:
-        on[0] = False
-        still = sys.getprofile() is hook
-        sys.setprofile(previous[0])
-        threading.setprofile(previous[1])
-        if not still and BLINDED not in ran:
-            ran.append(BLINDED)
+        _on[0] = outer
+        still = _GET_PROFILE() is _hook
+        _SET_PROFILE(previous)
+        if not still:
+            ran.note(BLINDED)
+        if count.past():
+            ran.note(UNFOLLOWED)

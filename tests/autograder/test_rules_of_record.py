@@ -58,7 +58,7 @@ def test_the_answer_cell_that_defines_the_function_is_the_one_read():
 
 def test_each_notebook_states_the_rules_its_grader_enforces_once():
     from autograder.grading.record import checker_calls
-    from posref.grading.rules import RULES
+    from posref.grading.rules import RULES, torch_attention
 
     for path in sorted((REPO / "solutions").glob("0*/*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -67,7 +67,13 @@ def test_each_notebook_states_the_rules_its_grader_enforces_once():
         for cell in nb.cells:
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
                 for checker, fn in checker_calls(cell.source):
-                    for name in (*RULES[checker].posref, *RULES[checker].anywhere):
+                    anywhere = set(RULES[checker].anywhere)
+                    if anywhere & set(
+                        torch_attention()
+                    ):  # the family is stated as one, by its best-known member
+                        assert ".scaled_dot_product_attention`" in stated[0], (path.name, fn)
+                        assert "a library's attention" in stated[0], (path.name, fn)
+                    for name in (*RULES[checker].posref, *(anywhere - set(torch_attention()))):
                         assert f"`{name}`" in stated[0] or f".{name}`" in stated[0], (path.name, fn, name)
 
 
@@ -112,7 +118,7 @@ def test_08_with_positions_called_as_a_method_of_the_students_model_earns_nothin
     assert cells["test_drop"].score == 0
     assert cells["test_drop"].message.startswith(
         "drop_and_run earns nothing here: its answer ran posref.lab.model.TinyDecoder.with_positions while it was "
-        "checked"
+        "checked, which is posref's own implementation of what this cell grades; your drop called it"
     ), cells["test_drop"].message
     assert all(c.score == c.points for g, c in cells.items() if g != "test_drop"), cells
 
@@ -127,6 +133,58 @@ def test_01_torchs_attention_by_a_name_in_strings_earns_nothing_and_is_named(tmp
     assert cells["test_attention"].score == 0 and cells["test_attention_speed"].score == 0
     assert cells["test_attention"].message.startswith(
         "attention earns nothing here: its answer ran torch's scaled_dot_product_attention while it was "
+        "checked: the exercise asks you to write attention from its formula"
+    ), cells["test_attention"].message
+    assert cells["test_equivariance_error"].score == cells["test_equivariance_error"].points
+
+
+# ---------------------------------------------------------------- issue 37, items 5, 6, 7 and 9 through the record
+# 04: apply_rope is posref's module compiled again under another name (5), rope_cos_sin runs posref's in a thread of
+# _thread's (6), rope_scores is the student's own and calls that apply_rope (9: the message names it). 01: attention
+# is aten's math attention under its operator name (7)
+
+COPIED_AND_THREADED = {
+    "rope_cos_sin": (
+        "import _thread, threading\nimport posref.rope as _r\n\n\ndef rope_cos_sin(positions, inv_freq):\n"
+        "    out, done = [], threading.Event()\n"
+        "    _thread.start_new_thread(lambda: (out.append(getattr(_r, 'rope_' + 'cos_sin')(positions, inv_freq)), done.set()), ())\n"
+        "    done.wait()\n    return out[0]\n"
+    ),
+    "apply_rope": (
+        "import inspect\nimport posref.rope as _r\n\n_mine = {'__name__': 'mine'}\n"
+        "exec(compile(inspect.getsource(_r), '<mine>', 'exec'), _mine)\napply_rope = _mine['apply' + '_rope']\n"
+    ),
+}  # fmt: skip
+
+
+def test_04_posrefs_code_copied_or_in_a_thread_earns_nothing_and_an_answer_that_calls_it_is_told_which(
+    tmp_path,
+):
+    cells = _cells(grade_with_answers(tmp_path, "04", dict(COPIED_AND_THREADED)))
+    expected = {
+        "test_rope_cos_sin": "rope_cos_sin earns nothing here: its answer ran posref.rope.rope_cos_sin while it was "
+        "checked",
+        "test_apply_rope": "apply_rope earns nothing here: its answer ran posref.rope.apply_rope while it was checked",
+        "test_apply_rope_speed": "not timed: apply_rope fails its correctness check above",
+        "test_rope_scores": "rope_scores earns nothing here: its answer ran posref.rope.apply_rope while it was "
+        "checked, which is posref's own implementation of what this cell grades; your apply_rope called it",
+    }  # fmt: skip
+    for grade_id, message in expected.items():
+        assert cells[grade_id].score == 0 and cells[grade_id].message.startswith(message), cells[
+            grade_id
+        ].message
+    assert cells["test_rotations_from_step"].score == cells["test_rotations_from_step"].points
+
+
+def test_01_a_librarys_attention_under_another_operators_name_earns_nothing(tmp_path):
+    attention = (
+        "import torch\n\n\ndef attention(q, k, v, causal=False):\n"
+        "    op = getattr(torch.ops.aten, '_scaled_dot_product_' + 'attention_math')\n"
+        "    return op(q, k, v, is_causal=causal)[0]\n"
+    )
+    cells = _cells(grade_with_answers(tmp_path, "01", {"attention": attention}))
+    assert cells["test_attention"].score == 0 and cells["test_attention"].message.startswith(
+        "attention earns nothing here: its answer ran torch's _scaled_dot_product_attention_math while it was "
         "checked: the exercise asks you to write attention from its formula"
     ), cells["test_attention"].message
     assert cells["test_equivariance_error"].score == cells["test_equivariance_error"].points

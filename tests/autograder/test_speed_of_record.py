@@ -50,9 +50,9 @@ def children(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shortcuts(tmp_path_factory):
-    """A child of its own for ``speed_shortcuts.py``: ``speed_submissions.py`` leaves processes that burn the CPU
-    whenever its function is idle, and a child is charged the CPU time of all its processes."""
-    kids = _children_running([*IMPLS, HERE / "speed_shortcuts.py"], tmp_path_factory)
+    """A child of its own for ``speed_shortcuts.py`` and ``cpu_hiding.py``: ``speed_submissions.py`` leaves processes
+    that burn the CPU whenever its function is idle, and a child is charged the CPU time of all its processes."""
+    kids = _children_running([*IMPLS, HERE / "speed_shortcuts.py", HERE / "cpu_hiding.py"], tmp_path_factory)
     yield kids
     kids.close()
 
@@ -194,6 +194,100 @@ def test_threads_cannot_buy_speed_the_child_is_pinned_to_one_cpu_and_charged_its
         assert len(cpus) == 1 and len(next(iter(cpus))) == 1, f"not pinned to one CPU: {cpus}"
     finally:
         kids.close()
+
+
+# issue 37.4: the slow loop computing in another process of the child, ended and reaped as the round ends: every one is
+# charged the CPU it spends there
+CPU_HIDING = [
+    ("apply_rope_helper_reaped_by_the_last_call", "a helper process a thread keeps ready between rounds, killed and reaped by the call that finds the round over (the red team's 71-108x)"),
+    ("apply_rope_relay_of_helpers", "helpers that fork their successor and end when a round is over, reaped by the sandbox's first process"),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "does"), CPU_HIDING, ids=[c[0] for c in CPU_HIDING])
+def test_cpu_spent_in_another_process_of_the_child_is_charged_living_or_reaped(shortcuts, name, does):
+    assert _run_check(shortcuts, "check_apply_rope", name) == "", (
+        f"{name} is correct: only its speed is in question"
+    )
+    message = _run_check(shortcuts, "check_apply_rope_speed", name, checked=True)
+    print(
+        f"{name}: {message.splitlines()[0] if message else 'earned the speed point'}"
+    )  # the ratio, for the record
+    assert message.startswith("apply_rope is too slow"), f"{name} ({does}): {message}"
+
+
+PROCESSES = """
+import os, time
+import torch
+
+def _spin():
+    start = time.process_time()
+    while time.process_time() - start < 0.02:
+        pass
+
+def _mean(v):
+    return v.cumsum(-2) / torch.arange(1, v.shape[-2] + 1)[:, None]
+
+def burn_in_a_reaped_process(v):
+    # correct, and each call spends 20 ms of CPU in a process it forks and reaps
+    pid = os.fork()
+    if pid == 0:
+        _spin()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return _mean(v)
+
+def burn_in_an_orphan(v):
+    # correct, and each call spends 20 ms of CPU in a grandchild, orphaned before it starts, that says when it is done
+    done, said = os.pipe()
+    if os.fork() == 0:
+        if os.fork() == 0:
+            _spin()
+            os.write(said, b"!")
+        os._exit(0)
+    os.wait()
+    os.read(done, 1)
+    os.close(done), os.close(said)
+    return _mean(v)
+"""
+
+
+@pytest.mark.parametrize("name", ["burn_in_a_reaped_process", "burn_in_an_orphan"])
+def test_a_round_is_charged_the_cpu_of_processes_that_ended_within_it(tmp_path, name):
+    # a lower bound that no load can break (a stall only adds time): 4 calls, each 20 ms of CPU in another process
+    sandbox = Sandbox()
+    kids = _Children([(0, PROCESSES)], sandbox, sandbox.scratch(tmp_path), [], timeout=60, budget=120)
+    child = kids.get()
+    try:
+        chain = seal(lab.causal_mean_chain(Draw(hidden=True, device="cpu"), (1, 2, 16, 4)))
+        seconds, calls, _, _ = child.run_chain(name, chain, 4, math.inf)
+        assert calls == 4 and seconds >= 4 * 0.02, seconds
+    finally:
+        kids.close()
+
+
+def test_a_round_ends_measured_with_the_child_stopped_before_it_can_know_the_round_is_over(
+    shortcuts, monkeypatch
+):
+    # the child learns that a round is over from the stop byte: by then the round has been measured, every process
+    # of the child stopped, so nothing it does once it knows (reap a helper) changes what it is charged
+    from posref.grading.child import rounds
+
+    child, requests, readings = shortcuts.get(), [], []
+    measure, lay_out = child.cpu_seconds, rounds.lay_out
+    monkeypatch.setattr(rounds, "lay_out", lambda *a: (laid := lay_out(*a), requests.append(laid[0]))[0])
+
+    def reading():
+        stop = os.pread(child._shared, 1, requests[-1]["stop"])
+        readings.append(({_state(pid) for pid in child.processes()}, stop))
+        return measure()
+
+    monkeypatch.setattr(child, "cpu_seconds", reading)
+    chain = seal(lab.causal_mean_chain(Draw(hidden=True, device="cpu"), (1, 2, 16, 4)))
+    seconds, calls, _, _ = child.run_chain("cm_cumsum", chain, timing.MAX_CALLS, 0.01)
+    (_, ended) = readings  # the reading before the round starts, and the one that ends it
+    assert ended == ({"T"}, b"\0") and calls >= 1 and seconds > 0, readings
 
 
 def test_a_timed_request_tells_the_child_no_call_count(shortcuts, monkeypatch):

@@ -151,3 +151,53 @@ def test_an_input_holding_nan_is_not_seen_as_changed_when_it_is_not():
     x = torch.tensor([1.0, float("nan")])
     assert same_values(x, x.clone())
     assert not same_values(x, torch.tensor([1.0, 0.0]))
+
+
+# ---------------------------------------------------------------- messages that say what differs (issue 37.10)
+# Each was vague before: numbers that read the same, lists that agree, a NaN or a precision left unnamed.
+_FACTORS = torch.tensor([25.478213, 3.1415927, 1.0000001, 31.99999], dtype=torch.float64)
+
+
+def test_values_right_to_the_returned_dtypes_precision_name_the_dtype_asked_for():
+    # LongRoPE's factors are float64; float32 ones agree to float32's precision ("expected 25.4782, got 25.4782")
+    problem = difference(_FACTORS, _FACTORS.float(), atol=1e-12, rtol=1e-9, match_dtype=False)
+    assert problem.startswith("output: expected float64 values, got float32: they agree with the reference to "
+                              "float32's precision"), problem  # fmt: skip
+    assert "compute it in float64 and return float64" in problem
+
+
+def test_numbers_quoted_as_different_never_read_the_same():
+    problem = difference(_FACTORS, _FACTORS + torch.tensor([0.0, 0.0, 0.0, 1e-6]), atol=1e-9, rtol=0.0)
+    there = problem.rsplit("expected ", 1)[1]
+    assert there.split(", got ")[0] != there.split(", got ")[1], problem
+    scalar = difference(0.12345671, 0.12345679, atol=1e-9, rtol=0.0)
+    assert scalar.startswith("output: expected 0.1234567, got 0.1234568"), scalar
+
+
+def test_the_values_shown_start_where_the_first_difference_is():
+    expected = torch.arange(20.0)
+    got = expected.clone()
+    got[13] += 1.0
+    problem = difference(expected, got)
+    assert "expected [..., 13, 14, 15" in problem and "got      [..., 14, 14, 15" in problem, problem
+    assert "(both lists from index (13,), the first value that differs)" in problem
+
+
+def test_nan_or_infinity_where_the_reference_is_finite_is_named():
+    problem = difference(torch.ones(4), torch.tensor([1.0, float("nan"), float("inf"), 1.0]))
+    assert "2 of your values are NaN or infinite where the reference's are finite" in problem, problem
+
+
+def test_the_right_values_in_the_wrong_shape_are_named_as_such():
+    expected = torch.randn(4, 6)
+    assert difference(expected, expected[None]).endswith(
+        "got shape (1, 4, 6) (the right values in the wrong shape: return them as (4, 6))"
+    )
+    assert "right values" not in difference(expected, torch.randn(1, 4, 6))
+
+
+def test_a_result_computed_in_half_precision_is_named_as_such():
+    expected = torch.randn(64, dtype=torch.float64).float()
+    problem = difference(expected, expected.half().float())
+    assert "did a step of your computation run in float16? keep every step in float32" in problem, problem
+    assert "did a step" not in difference(expected, expected + 1e-3 * torch.randn(64))

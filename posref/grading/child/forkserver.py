@@ -175,9 +175,17 @@ class ForkedProcess:
         self.server, self.pid, self.number, self.returncode = server, pid, number, None
 
     def adopted(self, children: dict[int, list[int]]) -> list[int]:
-        """Of ``children`` (pid -> its children's pids), the processes the server's sandbox adopted: what this
-        fork's processes left when their parent ended (the server runs one fork at a time, so they are its)."""
-        return [pid for pid in children.get(self.server.adopter, []) if pid != self.server.pid]
+        """Of ``children`` (pid -> its children's pids), the processes the server's sandbox adopted (what this
+        fork's processes left when their parent ended) and the server's own children but the fork (what they
+        started as the server's, with ``CLONE_PARENT``): the server runs one fork at a time, so they are its."""
+        left = [pid for pid in children.get(self.server.adopter, []) if pid != self.server.pid]
+        return left + [pid for pid in children.get(self.server.pid, []) if pid != self.pid]
+
+    @property
+    def reapers(self) -> tuple[int, int]:
+        """The processes outside this fork's tree that reap what it leaves (``processes.tree_cpu_seconds``): the
+        sandbox's first process and the server."""
+        return self.server.adopter, self.server.pid
 
     def poll(self) -> int | None:
         if self.returncode is None:

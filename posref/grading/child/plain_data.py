@@ -5,7 +5,8 @@ The child is untrusted, so the grader reads nothing from it that it has not chec
 made of dense plain tensors, 64-bit numbers, strings, None and tuples/lists, at most ``MAX_ITEMS`` items), and
 ``student_text`` (the child's text cut to ``MAX_TEXT`` printable characters before it reaches a message, a
 feedback page, a CSV or a terminal). ``to_wire`` / ``from_wire`` turn the grader's arguments into plain data and
-back; ``plain`` is the child's side of the same rule, applied to what a student's function returned.
+back; ``plain`` is the child's side of the same rule, applied to what a student's function returned;
+``write_changes`` writes what a call changed in place in the child into the grader's own arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 
 from posref.grading.cases import Probe
+from posref.grading.report import StudentError
 from posref.i18n import _
 
 # items (tensors, numbers, strings, containers) in one result, a shared reference counted each time it is met
@@ -143,3 +145,22 @@ def tensor_arguments(args: tuple, kwargs: dict) -> list[tuple[int | str, torch.T
     """The call's tensor arguments with where they were given: a position in ``args`` or a name in ``kwargs``."""
     given = list(enumerate(args)) + list(kwargs.items())
     return [(where, value) for where, value in given if isinstance(value, torch.Tensor)]
+
+
+def write_changes(args: tuple, kwargs: dict, changed: Any) -> None:
+    """Write what the call changed in the child's copies of the arguments into the grader's own, so that a
+    checker sees a function that modifies its input in place exactly as it would see it called locally."""
+    given = dict(tensor_arguments(args, kwargs))
+    if type(changed) is not dict or not set(changed) <= set(given) or unreadable(list(changed.values())):
+        raise StudentError(_("reported changes to arguments the grader never sent"), raised=False)
+    for where, value in changed.items():
+        target = given[where]
+        if not isinstance(value, torch.Tensor) or value.shape != target.shape or value.dtype != target.dtype:
+            raise StudentError(
+                _(
+                    "changed the shape or dtype of argument {which} in place; work on new tensors instead"
+                ).format(which=where if type(where) is str else where + 1),
+                raised=False,
+            )
+        with torch.no_grad():
+            target.copy_(value)

@@ -1,6 +1,7 @@
 """The processes of a sandboxed child, found and stopped: what keeps a student's processes off the CPU while the
-reference is timed (``posref.grading.speed.timing``); and the CPU time they used, what tells the grader to start a
-long-lived child of its own afresh before its CPU limit ends it (``autograder.grading.record``).
+reference is timed (``posref.grading.speed.timing``); the CPU time they used, what tells the grader to start a
+long-lived child of its own afresh before its CPU limit ends it (``autograder.grading.record``); and the CPU time a timed
+round charges where the child has no cgroup of its own (``tree_cpu_seconds``).
 
 A child's processes are its descendants and whatever is left in its session (a process whose parent died is
 adopted by the sandbox's first process, or, without the sandbox, by some other process: then its session still
@@ -56,14 +57,44 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     per process, is measured against. 0 for processes that are gone."""
     tick, most = os.sysconf("SC_CLK_TCK"), 0.0
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                # fields after "(comm)": state is the 1st, utime and stime the 12th and 13th
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        most = max(most, (int(fields[11]) + int(fields[12])) / tick)
+        fields = _stat(pid)
+        if fields is not None:  # utime and stime: the 12th and 13th fields after "(comm)"
+            most = max(most, (int(fields[11]) + int(fields[12])) / tick)
     return most
+
+
+def tree_cpu_seconds(pids: Iterable[int], reapers: Iterable[int] = ()) -> float:
+    """The CPU seconds (user and system, all threads) that the processes ``pids`` used, with all that the children
+    they reaped used (``cutime``, ``cstime``: the kernel adds a child's time, its own reaped children's included, to
+    its parent's when the parent reaps it), and what ``reapers`` (processes outside ``pids`` that adopt their
+    orphans: a fork server's sandbox) reaped. Read with every process of ``pids`` stopped, this sum counts every
+    process the tree ever started, living or reaped, once its orphans can only be reaped inside the tree or by
+    ``reapers`` (a PID namespace of the sandbox's own): ``reapers`` are read last, so that an orphan reaped
+    meanwhile is counted twice, never lost. A process's own time is read from its CPU clock (nanoseconds; the
+    ticks of ``/proc``, 10 ms, would be a fifth of a 50 ms round), what it reaped in ticks."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for pid, own in [*((p, True) for p in pids), *((p, False) for p in reapers)]:
+        fields = _stat(pid)
+        if fields is None:
+            continue
+        total += (
+            int(fields[13]) + int(fields[14])
+        ) / tick  # cutime and cstime: the 14th and 15th after "(comm)"
+        if own:
+            try:
+                total += time.clock_gettime(((~pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+            except OSError:  # no clock for it here: its utime and stime, in ticks
+                total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after ``(comm)`` (state first), None for a process that is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
 
 
 def _process_table() -> dict[int, tuple[int, int]]:
@@ -71,13 +102,11 @@ def _process_table() -> dict[int, tuple[int, int]]:
     table = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:  # it ended meanwhile
-                continue
-            table[int(entry)] = (int(fields[1]), int(fields[3]))
+            fields = _stat(
+                int(entry)
+            )  # "pid (comm) state ppid pgrp session ...": comm may hold spaces and ")"
+            if fields is not None:  # None: it ended meanwhile
+                table[int(entry)] = (int(fields[1]), int(fields[3]))
     return table
 
 

@@ -29,7 +29,6 @@ included), so its end must be part of posref; the grader's end (``Child``, ``Rem
 
 from __future__ import annotations
 
-import fcntl
 import io
 import linecache
 import math
@@ -55,12 +54,15 @@ from posref.grading.child.plain_data import (
     tensor_arguments,
     to_wire,
     unreadable,
+    write_changes,
 )
-from posref.grading.child.processes import frozen, process_tree
+from posref.grading.child.processes import frozen, process_tree, tree_cpu_seconds
 from posref.grading.child.scratch import write_files
-from posref.grading.report import StudentError, error_text, same_values, where_it_raised
-from posref.grading.speed.pinning import cpu_seconds, cpu_used, pin, timing_cpu
+from posref.grading.frames import where_it_raised
+from posref.grading.report import StudentError, error_text, same_values
+from posref.grading.speed.pinning import pin, timing_cpu
 from posref.grading.speed.timing import TimedElsewhere
+from posref.grading.watch import Ran
 from posref.i18n import N_, _
 
 MAX_FRAME = 256 * 2**20
@@ -142,12 +144,8 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
     for index, source in program["cells"]:
         send({"event": "cell", "index": index})
         name = f"<cell {index}>"
-        linecache.cache[name] = (
-            len(source),
-            None,
-            source.splitlines(keepends=True),
-            name,
-        )  # lines in messages
+        lines = source.splitlines(keepends=True)
+        linecache.cache[name] = (len(source), None, lines, name)  # lines in messages
         try:
             exec(compile(source, name, "exec"), namespace)
         except BaseException as err:  # noqa: BLE001  (a cell's SystemExit or KeyboardInterrupt is its own failure)
@@ -161,7 +159,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             return
         name = request.get("call", request.get("chain"))
         fn = namespace.get(name)
-        ran: list[str] = []  # what the checker's rule forbids that ran during the call (posref.grading.watch)
+        ran = Ran()  # what the checker's rule forbids that ran during the call (posref.grading.watch)
         forbidden = rules.watch_target(request["watch"]) if type(request.get("watch")) is str else None
         try:
             if fn is None:
@@ -176,7 +174,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
             args, kwargs = from_wire(request["args"]), from_wire(request["kwargs"])
             given = tensor_arguments(args, kwargs)
             before = [value.clone() for _, value in given]
-            with watch.watching(forbidden) as ran:
+            with watch.watching(forbidden, namespace) as ran:
                 value = fn(*args, **kwargs)
             result = {"ok": plain(value)}
             # what the call changed in place travels back, so the grader sees it as if the call had been local
@@ -195,7 +193,7 @@ def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
                 "types": [c.__name__ for c in type(err).__mro__],
             }
         if ran:
-            result["ran"] = list(ran)
+            result["ran"], result["through"] = list(ran), dict(ran.through)
         send(result)
 
 
@@ -219,6 +217,8 @@ class Child:
         on_close: called once when the child is closed (or could not be started), after it was killed.
         launch: ``launch(read_fd, write_fd, shared_fd)`` -> a process (``pid``, ``poll()``, ``wait()``) serving
             those pipes and that buffer, instead of starting ``command`` (a fork of ``posref.grading.child.forkserver``: no Python start, no import).
+        cpu_clock: the CPU seconds the child and everything it started have used, living or reaped (its cgroup's,
+            ``autograder.sandbox.cgroup``); None: its process tree's (``cpu_seconds``).
 
     The child announces each cell before running it; only the next cell of ``cells`` is accepted (student code
     can write to the pipe too, and must not restart a cell's clock or put the blame on another cell).
@@ -242,9 +242,11 @@ class Child:
         files: Sequence[tuple[str, str, Any]] = (),
         on_close: Callable[[], object] | None = None,
         launch: Callable[[int, int, int], Any] | None = None,
+        cpu_clock: Callable[[], float] | None = None,
     ) -> None:
         self.call_timeout, self.deadline, self._on_close = call_timeout, deadline, on_close
-        self._shared = _sealed_buffer(SHARED_BYTES)
+        self._cpu_clock = cpu_clock
+        self._shared = rounds.sealed_buffer(SHARED_BYTES)
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         boot = (
@@ -423,21 +425,27 @@ class Child:
         return message
 
     def call(
-        self, name: str, args: tuple, kwargs: dict, *, watch: str | None = None, ran: list[str] | None = None
+        self, name: str, args: tuple, kwargs: dict, *, watch: str | None = None, ran: Ran | None = None
     ) -> Any:
         """``name(*args, **kwargs)`` in the child. ``watch``: the checker whose rule the child watches during the
-        call (``posref.grading.watch``); the names it reports as having run are added to ``ran``, before the
-        call's result or error is read: a report only costs the student points, so it is taken as given."""
+        call (``posref.grading.watch``); the names it reports as having run, and the functions of the student's that
+        ran them, are added to ``ran``, before the call's result or error is read: a report only costs the student
+        points, so it is taken as given."""
         request = {"call": name, "args": to_wire(args), "kwargs": to_wire(kwargs)}
         if watch is not None:
             request["watch"] = watch
         self._send(request)
         reply = self._receive(self.call_timeout)
-        reported = reply.get("ran", [])
+        reported, through = reply.get("ran", []), reply.get("through")
         if type(reported) is not list or not all(type(n) is str for n in reported):
             reported = [_("something it did not name (a malformed report)")]
+        through = through if type(through) is dict else {}
         if ran is not None:
-            ran += [student_text(n) for n in reported[:10] if student_text(n) not in ran]
+            for what in reported[:10]:
+                function = through.get(what)
+                if type(function) is str and student_text(what) not in ran:
+                    ran.through[student_text(what)] = student_text(function)
+                ran.note(student_text(what))
         if "error" in reply:
             types = reply.get("types")
             types = tuple(student_text(t) for t in types[:20]) if type(types) is list else ()
@@ -451,78 +459,83 @@ class Child:
             raise StudentError(
                 _("returned {what}, which the grader does not read").format(what=what), raised=False
             )
-        self._change_in_place(args, kwargs, reply.get("changed", {}))
+        write_changes(args, kwargs, reply.get("changed", {}))
         return result
 
     def run_chain(
         self, name: str, chain: Any, max_calls: int, seconds: float, *, clock: Any = time.perf_counter
     ) -> tuple[float, int, torch.Tensor, torch.Tensor]:
         """A timed round of ``name`` in the child: calls along ``chain`` (a ``timing.Chain``) until ``seconds`` have
-        passed on ``clock``, at most ``max_calls``. Returns (the CPU seconds the child's processes used, calls made,
-        the last output, every call's checksum).
+        passed on ``clock``, at most ``max_calls``. Returns (the CPU seconds charged, calls made, the last output,
+        every call's checksum).
 
         The clock starts before the chain's tensors are written into the shared buffer (the child cannot see them
-        earlier); the child is never told how many calls to make: once ``seconds`` have passed the grader sets the
-        stop byte, and the child stops after the call it is making. The clock stops when the child says it is done,
-        after it has copied the last output into the buffer; the output and the checksums are read back afterwards,
-        for the checker to verify (a child that reports calls it did not make is caught there). While the round
-        runs every thread of the child is pinned to one CPU, and the round is charged the CPU time of all the
-        child's processes, not the wall time (``pinning``): threads cannot buy speed, and a loaded machine's other
-        processes, which take the CPU from the child, do not count against it."""
+        earlier); the child is never told how many calls to make, nor which call ends the round: once ``seconds``
+        have passed the grader stops every process of the child (``frozen``), reads the CPU time they used and the
+        calls whose checksums are written (``rounds.calls_made``), and only then sets the stop byte; the child
+        stops after the call it is making, copies the last output into the buffer and says how many calls it made.
+        The round is charged at the rate measured while it was stopped: what the child does once it can know that
+        the round is over (finish its call, reap a helper) costs nothing and earns nothing. The output and the
+        checksums are read back afterwards, for the checker to verify (a child that reports calls it did not make is
+        caught there). While the round runs every thread of the child is pinned to one CPU, and the round is charged
+        the CPU time that the child and everything it started used, living or reaped (``cpu_seconds``), not the
+        wall time (``pinning``): threads and processes cannot buy speed, and a loaded machine's other processes,
+        which take the CPU from the child, do not count against it."""
         request, placed, out, sums = rounds.lay_out(name, chain, max_calls, SHARED_BYTES)
         stop = request["stop"]
         frame = _encode(request)
-        pids = self.processes()
-        pin(pids, timing_cpu())
-        before = cpu_seconds(pids)
+        pin(self.processes(), timing_cpu())
+        rounds.unwritten(self._shared, request["sums"], max_calls)
+        before = self.cpu_seconds()
         start = clock()
         for offset, tensor in placed:
             os.pwrite(self._shared, tensor.reshape(-1).view(torch.uint8).numpy(), offset)
         os.pwrite(self._shared, b"\0", stop)
         self._send_frame(frame)
-        if not select.select([self._from_child], [], [], None if math.isinf(seconds) else seconds)[0]:
+
+        def measured() -> tuple[float, float, int]:  # (wall, CPU, calls made) with the child stopped
+            with self.frozen():
+                calls = rounds.calls_made(self._shared, request["sums"], max_calls)
+                return clock() - start, self.cpu_seconds() - before, calls
+
+        waited = None if math.isinf(seconds) else seconds
+        ended, answered = None, select.select([self._from_child], [], [], waited)[0]
+        if not answered:  # time is up: the round ends, in the middle of a call, once one call has finished
+            patience = time.monotonic() + self.call_timeout
+            while not (answered := select.select([self._from_child], [], [], 0.001)[0]):
+                if rounds.calls_made(self._shared, request["sums"], 1) or time.monotonic() > patience:
+                    ended = measured()
+                    break
             os.pwrite(self._shared, b"\1", stop)
         reply = self._receive(self.call_timeout)
-        wall = clock() - start
-        used = cpu_used(before, cpu_seconds(pids | self.processes()))
-        spent = used if used > 0 else wall  # no CPU clock readable (another pid namespace): the wall time
+        if ended is None:  # it answered first: the round ends here
+            ended = measured()
+        wall, used, calls = ended
         if "error" in reply:
             raise StudentError(student_text(reply["error"]))
         done = reply.get("done")
-        if type(done) is not int or not 1 <= done <= max_calls:
+        if type(done) is not int or not max(1, calls) <= done <= max_calls:
             raise StudentError(
                 _("reported {done} calls made of {most}").format(
                     done=student_text(repr(done)), most=max_calls
                 ),
                 raised=False,
             )
+        spent = (
+            (used if used > 0 else wall) * done / (calls or done)
+        )  # the rate when it ended, for every call
         output, sums = (
             rounds.read_back(self._shared, request[key], like) for key, like in (("out", out), ("sums", sums))
         )
         return spent, done, output.to(chain.output_like().device), sums[:done].clone()
 
-    @staticmethod
-    def _change_in_place(args: tuple, kwargs: dict, changed: Any) -> None:
-        """Write what the call changed in the child's copies of the arguments into the grader's own, so that a
-        checker sees a function that modifies its input in place exactly as it would see it called locally."""
-        given = dict(tensor_arguments(args, kwargs))
-        if type(changed) is not dict or not set(changed) <= set(given) or unreadable(list(changed.values())):
-            raise StudentError(_("reported changes to arguments the grader never sent"), raised=False)
-        for where, value in changed.items():
-            target = given[where]
-            if (
-                not isinstance(value, torch.Tensor)
-                or value.shape != target.shape
-                or value.dtype != target.dtype
-            ):
-                raise StudentError(
-                    _(
-                        "changed the shape or dtype of argument {which} in place; work on new tensors instead"
-                    ).format(which=where if type(where) is str else where + 1),
-                    raised=False,
-                )
-            with torch.no_grad():
-                target.copy_(value)
+    def cpu_seconds(self) -> float:
+        """The CPU seconds that the child and every process it started have used, living or reaped: its cgroup's
+        (``cpu_clock``), else its process tree's (``processes.tree_cpu_seconds``: exact within a PID namespace of
+        its own, whose first process reaps its orphans, and for a fork server's child, whose sandbox does)."""
+        if self._cpu_clock is not None:
+            return self._cpu_clock()
+        return tree_cpu_seconds(self.processes(), getattr(self.process, "reapers", ()))
 
     def processes(self) -> set[int]:
         """The pids of the child and of every process it started (see ``processes.process_tree``)."""
@@ -557,15 +570,6 @@ class Child:
             on_close()
 
 
-def _sealed_buffer(size: int) -> int:
-    """A memfd of ``size`` bytes whose size is sealed: the child can neither grow it (memory the address-space limit
-    would not see) nor shrink it under the grader's reads."""
-    fd = os.memfd_create("posref-timed-round", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    os.ftruncate(fd, size)
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
-    return fd
-
-
 class RemoteFunction(TimedElsewhere):
     """A student's function by name, called in a ``Child``: behaves like the function for the checkers.
     ``answered`` counts the calls that returned a value (the grader tells from it whether an error in a check
@@ -575,7 +579,7 @@ class RemoteFunction(TimedElsewhere):
     def __init__(self, child: Child, name: str, *, watch: str | None = None) -> None:
         self.child, self.__name__, self.watch = child, name, watch
         self.answered = 0
-        self.ran: list[str] = []  # what the child reported as having run under ``watch``'s rule
+        self.ran = Ran()  # what the child reported as having run under ``watch``'s rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = self.child.call(self.__name__, args, kwargs, watch=self.watch, ran=self.ran)

@@ -1,10 +1,14 @@
 """Both ends of a timed round in the shared buffer (``Child.run_chain`` and the child's ``serve``): where the grader
 lays a round's tensors out (``lay_out``), how the child finds them and runs the round (``run_chain_here``: calls until
 the grader sets the stop byte, a checksum per call), and how the grader reads the child's results back
-(``read_back``). The child is never told how many calls to make (``posref.grading.speed.timing``)."""
+(``read_back``, ``calls_made``). The child is never told how many calls to make (``posref.grading.speed.timing``),
+nor which call ends the round: the grader measures the round with the child stopped, counting the calls whose
+checksums are written (``calls_made``, over checksums it set to NaN first: ``unwritten``), and only then sets the
+stop byte."""
 
 from __future__ import annotations
 
+import fcntl
 import math
 import mmap
 import os
@@ -101,9 +105,33 @@ def lay_out(
     return request, placed, out, sums
 
 
+def unwritten(fd: int, spec: dict, max_calls: int) -> None:
+    """Set the round's ``max_calls`` checksums in the buffer ``fd`` (``spec``: the request's ``sums``) to NaN: what
+    no call of the round has written yet (a checksum is a finite dot product)."""
+    os.pwrite(
+        fd, torch.full((max_calls,), math.nan, dtype=torch.float64).numpy().tobytes(), spec["__shared__"][0]
+    )
+
+
+def calls_made(fd: int, spec: dict, max_calls: int) -> int:
+    """How many calls of the round have written their checksum into the buffer ``fd`` so far: those before the first
+    NaN (``unwritten``)."""
+    left = read_back(fd, spec, torch.empty(max_calls, dtype=torch.float64)).isnan()
+    return int(left.int().argmax()) if bool(left.any()) else max_calls
+
+
 def read_back(fd: int, spec: dict, like: torch.Tensor) -> torch.Tensor:
     """The tensor the child left in the buffer ``fd`` where ``spec`` places one like ``like``."""
     data = bytearray(like.nbytes)
     if os.preadv(fd, [data], spec["__shared__"][0]) != len(data):
         raise StudentError(_("left the shared buffer unreadable"), raised=False)
     return torch.frombuffer(data, dtype=torch.uint8).view(like.dtype).view(like.shape)
+
+
+def sealed_buffer(size: int) -> int:
+    """A memfd of ``size`` bytes whose size is sealed: the child can neither grow it (memory the address-space limit
+    would not see) nor shrink it under the grader's reads."""
+    fd = os.memfd_create("posref-timed-round", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
