@@ -4,7 +4,8 @@ Every explorer is a pure figure function and an ``Explorer`` widget over it (``p
 module per explorer (figure function / explorer: what it shows, notebook):
 
 * ``arcs``: ``draw_angle_arcs`` / ``unseen_share``: the relative angles one RoPE pair met in training and at a longer
-  length, before and after scaling (06, 07; a figure on given axes, no explorer);
+  length, before and after scaling, and ``draw_neighbour_angles``: where the fastest pair puts the nearest keys
+  (06, 07; figures on given axes, no explorer);
 * ``styles``: ``SCALING_STYLES`` / ``scaling_style`` / ``scaling_label``: one look and one name per scaling method in 07's and 07b's figures;
 * ``fingerprint``: ``fingerprint_figure`` / ``fingerprint_explorer``: sinusoidal PE as clocks (02);
 * ``bias``: ``bias_heatmap_figure`` / ``bias_heatmap_explorer``: ALiBi and T5 biases by head (03);
@@ -23,7 +24,7 @@ e.g. ``explorer.position``), ``explorer.figure`` is the last figure drawn and ``
 which is also exactly what its ``Output`` shows and its static figure.
 """
 
-from posref.explorers.arcs import draw_angle_arcs, unseen_share
+from posref.explorers.arcs import draw_angle_arcs, draw_neighbour_angles, unseen_share
 from posref.explorers.base import Explorer, figure_png
 from posref.explorers.bias import bias_heatmap_explorer, bias_heatmap_figure, t5_illustrative_table
 from posref.explorers.decay import decay_curves, decay_explorer, decay_figure, roformer_bound
@@ -50,6 +51,7 @@ __all__ = [
     "decay_explorer",
     "decay_figure",
     "draw_angle_arcs",
+    "draw_neighbour_angles",
     "figure_png",
     "fingerprint_angles",
     "fingerprint_explorer",

@@ -7,6 +7,10 @@ Report three numbers per evaluation length T, as the lab does (the whole-window 
 * ``per_position``: the ``(T,)`` curve, mean over windows of the loss at each position.
 
 Loss is cross-entropy in nats per token. Targets equal to ``IGNORE_INDEX`` are not scored.
+
+``attention_entropy`` measures how spread out a model's attention is at each length (nats; ``ln(t + 1)`` for a
+query at position ``t`` that weighs its ``t + 1`` keys alike): the quantity YaRN's temperature acts on
+(arXiv 2309.00071, section 3.4).
 """
 
 from __future__ import annotations
@@ -103,4 +107,44 @@ def evaluate_lengths(
             "last_loss": curve[-train_len:].mean().item(),
             "per_position": curve,
         }
+    return results
+
+
+@torch.no_grad()
+def attention_entropy(
+    model: nn.Module,
+    data: torch.Tensor,
+    lengths: Sequence[int],
+    *,
+    last: int = 64,
+    n_windows: int = 16,
+    batch_size: int = 16,
+    seed: int = 0,
+) -> dict[int, torch.Tensor]:
+    """Entropy of the attention weights of the last ``min(last, T)`` queries at each length -> ``{T: (n_layers,
+    H)}`` float32 on the CPU, in nats, the mean over those queries and ``n_windows`` windows of ``data``.
+
+    A query's entropy ``-sum_k p_k ln p_k`` over the keys it sees is 0 when it attends to one key and
+    ``ln(t + 1)`` when it weighs all ``t + 1`` keys alike. ``model`` is a ``TinyDecoder`` (its forward fills
+    ``attention_weights``); the windows are ``lm_eval_batches``', the same for every model.
+    """
+    check_positive_int("last", last)
+    was_training = model.training
+    model.eval()
+    results: dict[int, torch.Tensor] = {}
+    try:
+        for T in lengths:
+            check_positive_int("length", T)
+            total, n = None, 0
+            for x, _y in lm_eval_batches(data, T, n_windows=n_windows, batch_size=batch_size, seed=seed):
+                layers: list[torch.Tensor] = []
+                model(x.to(_device(model)), attention_weights=layers)
+                p = torch.stack(layers)[..., -last:, :]  # (n_layers, B, H, q, T): the last queries
+                entropy = -torch.special.xlogy(p, p).sum(-1)  # 0 ln 0 = 0 for the masked keys
+                batch = entropy.mean(-1).sum(1)  # (n_layers, H), summed over the batch's windows
+                total = batch if total is None else total + batch
+                n += x.shape[0]
+            results[T] = (total / n).cpu()
+    finally:
+        model.train(was_training)
     return results

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posref._checks import check_integer_positions, check_positive_int, check_tensor
+from posref.attention import attention_scores
 from posref.i18n import _
 from posref.lab.positions import PositionHandler, make_position_handler
 
@@ -59,11 +60,14 @@ class CausalSelfAttention(nn.Module):
         positions: torch.Tensor,
         handler: PositionHandler,
         bias: torch.Tensor | None,
+        weights: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
         B, T, C = x.shape
         # (B, T, 3C) -> (3, B, H, T, D)
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
         q, k = handler.rotate(q, k, positions)
+        if weights is not None:  # the attention weights themselves, (B, H, T, T), when asked for
+            weights.append(attention_scores(q, k, causal=True, bias=bias).float().softmax(-1))
         y = causal_attention(q, k, v, bias)  # (B, H, T, D)
         return self.out(y.transpose(1, 2).reshape(B, T, C))
 
@@ -89,9 +93,14 @@ class Block(nn.Module):
         self.mlp = MLP(d_model)
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, handler: PositionHandler, bias: torch.Tensor | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        handler: PositionHandler,
+        bias: torch.Tensor | None,
+        weights: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x), positions, handler, bias)
+        x = x + self.attn(self.norm1(x), positions, handler, bias, weights)
         return x + self.mlp(self.norm2(x))
 
 
@@ -159,7 +168,16 @@ class TinyDecoder(nn.Module):
             "n_heads": self.n_heads,
         }
 
-    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        idx: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        *,
+        attention_weights: list[torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """``(B, T)`` token ids -> ``(B, T, V)`` logits. ``attention_weights``: a list that receives each layer's
+        ``(B, H, T, T)`` float32 attention weights, ``softmax(q k^T / sqrt(D) + bias)`` under the causal mask, in
+        layer order (computed apart from the fused kernel, so only when a list is given)."""
         check_tensor("idx", idx)
         check_integer_positions("idx", idx)
         if idx.ndim != 2:
@@ -180,7 +198,7 @@ class TinyDecoder(nn.Module):
         x = self.positions.embed(self.tok_emb(idx), positions)  # (B, T, C)
         bias = self.positions.bias(positions, positions)  # (H, T, T) or None, shared by every layer
         for block in self.blocks:
-            x = block(x, positions, self.positions, bias)
+            x = block(x, positions, self.positions, bias, attention_weights)
         return self.head(self.norm(x))  # (B, T, V)
 
     def with_positions(self, positions: str | Mapping[str, Any]) -> TinyDecoder:

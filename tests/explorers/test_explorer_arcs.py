@@ -1,4 +1,5 @@
-"""``draw_angle_arcs`` and ``unseen_share``: the relative angles of one RoPE pair (notebooks 06 and 07)."""
+"""``draw_angle_arcs``, ``unseen_share`` and ``draw_neighbour_angles``: the relative angles of one RoPE pair
+(notebooks 06 and 07)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from posref.explorers import draw_angle_arcs, unseen_share  # noqa: E402
+from posref.explorers import draw_angle_arcs, draw_neighbour_angles, unseen_share  # noqa: E402
 
 TURN = 2 * math.pi
 
@@ -101,3 +102,44 @@ def test_every_scaling_method_has_its_own_look_and_plain_rope_is_not_longrope():
     assert plain[0] != longrope[0] and plain[2] != longrope[2]  # colour and marker both differ (issue 29.5)
     with pytest.raises(KeyError, match="no style for 'NTK'"):
         scaling_style("NTK")
+
+
+def test_neighbour_angles_put_the_spokes_where_training_did_and_each_method_s_dots_at_its_step():
+    fig = plt.figure()
+    ax = fig.add_subplot(projection="polar")
+    draw_neighbour_angles(ax, {"RoPE": 1.0, "PI": 0.25}, seen_step=1.0, n=3)
+    lines = ax.get_lines()
+    spokes = [line for line in lines if line.get_linestyle() == "--" and len(line.get_xdata()) == 2]
+    assert sorted(line.get_xdata()[0] for line in spokes) == pytest.approx([1.0, 2.0, 3.0])
+    dots = [line for line in lines if line.get_marker() == "o"]
+    assert [list(line.get_xdata()) for line in dots] == [
+        pytest.approx([1.0, 2.0, 3.0]),
+        pytest.approx([0.25, 0.5, 0.75]),
+    ]
+    rings = [line for line in lines if line.get_label() in ("RoPE", "PI")]
+    assert [line.get_xdata()[-1] for line in rings] == pytest.approx(
+        [3.0, 0.75]
+    )  # each joined from 0 to its n-th key
+    assert [line.get_ydata()[0] for line in rings] == pytest.approx([0.45, 0.65])  # one ring per method
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "keys 1 to 3 back, where training put them",
+        "RoPE",
+        "PI",
+    ]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("steps", "seen", "n", "match"),
+    [
+        ({}, 1.0, 3, "steps is empty"),
+        ({"a": 0.0}, 1.0, 3, "> 0"),
+        ({"a": 1.0}, float("nan"), 3, "> 0"),
+        ({"a": 1.0}, 1.0, 0, "positive int"),
+    ],
+)
+def test_draw_neighbour_angles_refuses_bad_steps(steps, seen, n, match):
+    fig = plt.figure()
+    with pytest.raises(ValueError, match=match):
+        draw_neighbour_angles(fig.add_subplot(projection="polar"), steps, seen, n=n)
+    plt.close(fig)

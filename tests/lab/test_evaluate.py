@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from posref.lab.evaluate import evaluate_lengths, per_position_accuracy, per_position_loss
+from posref.lab.evaluate import attention_entropy, evaluate_lengths, per_position_accuracy, per_position_loss
+from posref.lab.model import build_model
 from posref.lab.tasks import copy_batch, lm_eval_batches
 
 V = 10
@@ -105,3 +106,42 @@ def test_evaluation_runs_in_eval_mode():
     expected = (torch.logsumexp(torch.arange(1.0, V + 1), 0) - (targets + 1).float()).mean(0)
     torch.testing.assert_close(curve, expected, rtol=1e-5, atol=1e-5)
     assert model.training
+
+
+def _uniform_attention_model(method="nope"):
+    """A TinyDecoder whose queries and keys are zero: every score 0, every query weighs its keys alike."""
+    model = build_model(V, method, seed=0, d_model=16, n_heads=2)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.qkv.weight[: 2 * 16] = 0.0  # the query and key rows of the stacked projection
+    return model
+
+
+@pytest.mark.parametrize("method", ["nope", "rope"])  # a rotation of zero vectors is still zero
+def test_uniform_attention_has_the_entropy_ln_t_plus_1(method):
+    T, last = 12, 5
+    entropy = attention_entropy(_uniform_attention_model(method), STREAM, [T], last=last, n_windows=3)[T]
+    expected = torch.log(torch.arange(T - last + 1, T + 1, dtype=torch.float64)).mean().item()
+    assert entropy.shape == (2, 2)  # (layers, heads)
+    torch.testing.assert_close(
+        entropy, torch.full((2, 2), expected, dtype=torch.float32), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_attention_entropy_against_a_one_key_softmax_by_hand():
+    # ALiBi alone on zero queries and keys: query t weighs key j as softmax(-s_h (t - j)), in closed form
+    model = _uniform_attention_model("alibi")
+    T = 6
+    entropy = attention_entropy(model, STREAM, [T], last=1, n_windows=2)[T]  # the last query, t = 5
+    slopes = model.positions.slopes.double()
+    p = torch.softmax(-slopes[:, None] * torch.arange(T - 1, -1, -1, dtype=torch.float64), -1)  # (H, T)
+    expected = -(p * p.log()).sum(-1)
+    torch.testing.assert_close(entropy, expected.float().expand(2, -1), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_entropy_is_zero_for_a_query_that_sees_one_key_and_rejects_bad_arguments():
+    model = build_model(V, "rope", seed=0, d_model=16, n_heads=2).train()
+    assert attention_entropy(model, STREAM, [1], n_windows=2)[1].abs().max() < 1e-6  # position 0 sees itself
+    assert model.training  # restored
+    with pytest.raises(ValueError, match="last"):
+        attention_entropy(model, STREAM, [8], last=0)

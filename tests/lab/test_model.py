@@ -185,3 +185,28 @@ def test_a_rope_model_deep_copies_and_the_copy_shares_nothing_but_the_scaling_en
     assert torch.equal(twin(idx), model(idx))
     assert twin.positions.rotary.method is model.positions.rotary.method
     assert twin.tok_emb.weight.data_ptr() != model.tok_emb.weight.data_ptr()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_attention_weights_are_the_causal_softmax_and_leave_the_logits_alone(method):
+    model = build_model(VOCAB, spec(method), seed=0, d_model=16, n_heads=2).eval()
+    idx = tokens(3, 10)
+    weights = []
+    with torch.no_grad():
+        logits = model(idx, attention_weights=weights)
+        torch.testing.assert_close(logits, model(idx))
+    assert len(weights) == model.n_layers and all(w.shape == (3, 2, 10, 10) for w in weights)
+    for w in weights:
+        assert w.triu(1).abs().max() == 0  # no weight on a later token
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 10))
+    # the first layer's weights, recomputed from its inputs with the readable reference
+    block, positions = model.blocks[0], torch.arange(10)
+    with torch.no_grad():
+        x = model.positions.embed(model.tok_emb(idx), positions)
+        q, k, _v = block.attn.qkv(block.norm1(x)).view(3, 10, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        q, k = model.positions.rotate(q, k, positions)
+        eye = torch.eye(10).expand(3, 2, 10, 10)  # values = one-hot rows: the output is the weights
+        expected = scaled_dot_product_attention(
+            q, k, eye, causal=True, bias=model.positions.bias(positions, positions)
+        )
+    torch.testing.assert_close(weights[0], expected, rtol=1e-5, atol=1e-6)
