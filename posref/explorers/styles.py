@@ -20,7 +20,7 @@ SCALING_STYLES: dict[str, tuple[str, str, str]] = {
     N_("NTK-by-parts"): ("C2", ":", "^"),
     N_("YaRN"): ("C3", "-", "D"),
     N_("YaRN (betas 32/1)"): ("C4", "--", "P"),
-    N_("YaRN without temperature"): ("C3", ":", "x"),
+    N_("YaRN (no temperature)"): ("C3", ":", "x"),
     N_("Llama 3"): ("C9", "-.", "h"),
     N_("LongRoPE (searched for 4L)"): ("C6", "-", "*"),
     N_("PI s=4 + fine-tune at 4L"): ("C0", "-", "X"),
