@@ -1,6 +1,7 @@
-# Two entry points for a fresh machine (see README.md):
+# The entry points for a fresh machine (see README.md):
 #   make lab    set everything up and open the course in JupyterLab
 #   make test   set everything up and run the whole test suite (what CI runs)
+# and, for a self-learner, make explore: the course with every exercise solved
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -10,7 +11,7 @@ COURSE := $(VENV)/.installed-course
 DEV    := $(VENV)/.installed-dev
 NBCONVERT_CONFIG := $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 
-.PHONY: lab test setup system-packages fonts checkpoints bench gpu-wheels clean
+.PHONY: lab explore test setup system-packages fonts checkpoints bench gpu-wheels clean
 
 # The course's edition make lab opens: en (default), zh-TW or zh-CN, e.g. `make lab EDITION=zh-TW` (not LANG: that
 # is the shell's locale). Another edition than English also installs JupyterLab's language pack for it
@@ -28,6 +29,11 @@ EDITION_ARGS := $(if $(filter-out en,$(EDITION)),--lang $(EDITION))
 # root too (see posref/launch.py and posref/workfolder.py)
 lab: $(COURSE) $(NBCONVERT_CONFIG) fonts $(EDITION_PACK)
 	$(PY) -m posref lab $(EDITION_ARGS)
+
+# For a self-learner: the same course with every exercise solved, so that Run All reaches each explorer of 02-08,
+# in a folder of its own (explore/, explore-zh-TW/ with EDITION=zh-TW; see posref/explore.py)
+explore: $(COURSE) $(NBCONVERT_CONFIG) fonts $(EDITION_PACK)
+	$(PY) -m posref explore $(EDITION_ARGS)
 
 test: setup system-packages
 	$(PY) -m pytest -q -n auto --durations=25

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from posref import i18n
 from posref.lab.checkpoints import add_train_checkpoints
 from posref.lab.tasks import DATA_DIR
-from posref.launch import add_lab, add_update
+from posref.launch import add_explore, add_lab, add_update
 
 MODEL_CONFIGS = DATA_DIR / "model_configs.json"  # RoPE settings of real models, shipped with posref
 
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_checkpoints(subparsers)
     add_lab(subparsers)
     add_update(subparsers)
+    add_explore(subparsers)
     return parser
 
 

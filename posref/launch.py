@@ -3,11 +3,12 @@
 A student's JupyterLab keeps nbgrader's Validate button (with an ``nbgrader_config.py`` of its own) and hides the
 rest of nbgrader: the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's
 Assignment List and Course List, which only a JupyterHub course has something behind (its hub serves its own
-JupyterLab; here they could only say "Error fetching courses!"), and JupyterLab's news pop-up; and its HTML export
+JupyterLab; here they could only say "Error fetching courses!"); and its HTML export
 of a notebook loads nothing from the internet (MathJax inside the page, ``posref_jupyter.offline_math``). The Jupyter config
 folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server, with the
 export's template in ``posref_jupyter/jupyter_data`` first on ``JUPYTER_PATH`` (nothing is written to the user's Jupyter
-settings). ``--instructor-tools`` leaves out both folders. Run as root
+settings). ``--instructor-tools`` leaves out both folders. Every course server, the instructor's too, has
+``posref/jupyter_config/course``: no JupyterLab news pop-up. Run as root
 (containers, cloud notebooks), the server gets ``--allow-root``, without which JupyterLab refuses to start.
 The instructor's JupyterLab, with the course's nbgrader configuration, is ``python -m autograder lab``.
 
@@ -39,13 +40,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import posref_jupyter
-from posref import workfolder
+from posref import explore, workfolder
 from posref.i18n import _, speaking
 
 START_PAGE = "00_start.ipynb"
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "student"
 # the server extension that makes JupyterLab's interface speak POSREF_LANG's language, for students and instructors
 LANGUAGE_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "language"
+# what every course server has, the instructor's too: no "Jupyter news?" pop-up (JupyterLab's announcements plugin
+# off; its command-line news flag alone does not stop it)
+COURSE_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "course"
 # the student's Jupyter data: the nbconvert template of an HTML export that loads nothing from elsewhere
 STUDENT_DATA = Path(posref_jupyter.__file__).resolve().parent / "jupyter_data"
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -70,9 +74,23 @@ class Edition:
         return CHECKOUT / "notebooks" if self.pack is None else CHECKOUT / "editions" / self.tag / "notebooks"
 
     @property
+    def solutions(self) -> Path:
+        """The sources of its releases in a checkout: ``solutions/``, ``editions/<tag>/solutions/``."""
+        return CHECKOUT / "solutions" if self.pack is None else CHECKOUT / "editions" / self.tag / "solutions"
+
+    @property
     def work(self) -> Path:
         """The student's copy of it in a checkout, which git ignores: ``work/``, ``work-<tag>/``."""
-        return CHECKOUT / ("work" if self.pack is None else f"work-{self.tag}")
+        return CHECKOUT / self._own("work")
+
+    @property
+    def explore(self) -> Path:
+        """A self-learner's copy of its explore edition in a checkout, which git ignores: ``explore/``,
+        ``explore-<tag>/`` (``posref.explore``)."""
+        return CHECKOUT / self._own("explore")
+
+    def _own(self, folder: str) -> str:
+        return folder if self.pack is None else f"{folder}-{self.tag}"
 
     def pack_installed(self) -> bool:
         """Whether JupyterLab can show its interface in this language (English always can)."""
@@ -140,18 +158,31 @@ def course_folders(
     return path, releases
 
 
-def update_folder(folder: Path, releases: Path | None, command: str) -> None:
-    """Bring ``releases`` into ``folder`` (``posref.workfolder.update``), saying what was done on stderr."""
-    if releases is not None:
-        changes = workfolder.update(releases, folder)
-        print(f"posref {command}: {workfolder.summary(changes, releases, folder)}", file=sys.stderr)
+def update_folder(folder: Path, releases: Path | None, command: str) -> list[workfolder.Change]:
+    """Bring ``releases`` into ``folder`` (``posref.workfolder.update``), saying what was done on stderr; what
+    was done."""
+    if releases is None:
+        return []
+    changes = workfolder.update(releases, folder)
+    print(f"posref {command}: {workfolder.summary(changes, releases, folder)}", file=sys.stderr)
+    return changes
 
 
-def lab_command(folder: Path, extra: Sequence[str] = (), *, python: str = sys.executable) -> list[str]:
-    """The JupyterLab command line serving ``folder``, opened on its start page when it has one."""
+def first_page(folder: Path, changes: Sequence[workfolder.Change]) -> str:
+    """The page JupyterLab opens on: the list of new versions waiting when this start put one beside a
+    notebook of the student's, else the start page."""
+    if any(c.action == "beside" for c in changes) and (folder / workfolder.NEW_VERSIONS).is_file():
+        return workfolder.NEW_VERSIONS
+    return START_PAGE
+
+
+def lab_command(
+    folder: Path, extra: Sequence[str] = (), *, python: str = sys.executable, first: str = START_PAGE
+) -> list[str]:
+    """The JupyterLab command line serving ``folder``, opened on ``first`` (a path in it) when it is there."""
     command = [python, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}"]
-    if (folder / START_PAGE).is_file():
-        command.append(f"--LabApp.default_url=/lab/tree/{START_PAGE}")
+    if (folder / first).is_file():
+        command.append(f"--LabApp.default_url=/lab/tree/{first}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
     return command + list(extra)
@@ -164,7 +195,8 @@ def lab_env(
     and the student's Jupyter data first on ``JUPYTER_PATH`` unless ``instructor_tools``; when the edition ``lang``
     is given, ``POSREF_LANG`` set to its tag (the server's kernels inherit it) and ``LANGUAGE_CONFIG`` on
     ``JUPYTER_CONFIG_PATH``, whose server extension ``posref_jupyter.lab_language`` reads it, with the instructor's
-    tools too; this Python's scripts first on ``PATH`` (nbgrader runs ``alembic`` from it)."""
+    tools too; ``COURSE_CONFIG`` after them, for every server; this Python's scripts first on ``PATH`` (nbgrader
+    runs ``alembic`` from it)."""
     out = dict(os.environ if env is None else env)
     out["PATH"] = os.pathsep.join(filter(None, (str(Path(sys.executable).parent), out.get("PATH"))))
     first = {"JUPYTER_CONFIG_PATH": [], "JUPYTER_PATH": []}
@@ -174,6 +206,7 @@ def lab_env(
     if lang is not None:
         out["POSREF_LANG"] = lang.tag
         first["JUPYTER_CONFIG_PATH"].append(LANGUAGE_CONFIG)
+    first["JUPYTER_CONFIG_PATH"].append(COURSE_CONFIG)
     for variable, folders in first.items():
         if folders:
             out[variable] = os.pathsep.join(filter(None, (*map(str, folders), out.get(variable))))
@@ -200,16 +233,47 @@ def run_lab(args: argparse.Namespace) -> int:
     """``posref lab``: what it says on the terminal, and its errors, in the language of the edition it opens."""
     with speaking(args.lang.tag):
         folder, releases = course_folders(args.folder, args.releases, args.lang)
-        update_folder(folder, releases, "lab")
-        command = lab_command(folder, passed_on(args.jupyter_args))
-        note = missing_pack_note(args.lang)
-        if note:
-            print(note, file=sys.stderr)
+        changes = update_folder(folder, releases, "lab")
+        command = _serve(folder, changes, args)
         print(
             _("posref lab: serving {folder} ({tag} edition)").format(folder=folder, tag=args.lang.tag),
             file=sys.stderr,
         )
     return subprocess.call(command, env=lab_env(instructor_tools=args.instructor_tools, lang=args.lang))
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    """``posref explore``: the explore edition (``posref.explore``) of the edition ``--lang`` brought into the
+    self-learner's folder by the rules of ``posref.workfolder``, then JupyterLab on it, as ``posref lab``."""
+    with speaking(args.lang.tag):
+        releases, solutions = args.lang.releases, args.lang.solutions
+        if not (releases / START_PAGE).is_file() or not solutions.is_dir():
+            raise FileNotFoundError(
+                _(
+                    "posref explore makes its notebooks from a checkout of the course, with its {solutions}: run it in one (git clone, then make explore)"
+                ).format(solutions=solutions)
+            )
+        folder = Path(args.folder).expanduser().resolve() if args.folder else args.lang.explore
+        files, committed = explore.explore_files(releases, solutions)
+        changes = workfolder.deliver(files, committed, folder)
+        print(f"posref explore: {workfolder.summary(changes, solutions, folder)}", file=sys.stderr)
+        command = _serve(folder, changes, args)
+        print(
+            _("posref explore: serving {folder} ({tag} edition, every exercise solved)").format(
+                folder=folder, tag=args.lang.tag
+            ),
+            file=sys.stderr,
+        )
+    return subprocess.call(command, env=lab_env(lang=args.lang))
+
+
+def _serve(folder: Path, changes: Sequence[workfolder.Change], args: argparse.Namespace) -> list[str]:
+    """The JupyterLab command of ``posref lab`` or ``posref explore`` on ``folder``, after saying on stderr
+    what JupyterLab lacks for the edition."""
+    note = missing_pack_note(args.lang)
+    if note:
+        print(note, file=sys.stderr)
+    return lab_command(folder, passed_on(args.jupyter_args), first=first_page(folder, changes))
 
 
 def run_update(args: argparse.Namespace) -> int:
@@ -244,13 +308,17 @@ def _add_folders(parser: argparse.ArgumentParser, folder_help: str) -> None:
         help="the released notebooks to bring into the folder first (default in a checkout: its notebooks/, "
         "or editions/<lang>/notebooks/ with --lang)",
     )
+    _add_lang(parser, "in a checkout its work folder is work-<lang>/, filled from editions/<lang>/notebooks/")
+
+
+def _add_lang(parser: argparse.ArgumentParser, folder_help: str) -> None:
     parser.add_argument(
         "--lang",
         type=_edition_argument,
         default=ENGLISH,
         metavar="{" + ",".join(EDITIONS) + "}",
         help="the course's edition: en (default), zh-TW (Traditional Chinese, Taiwan) or zh-CN (Simplified "
-        "Chinese); in a checkout its work folder is work-<lang>/, filled from editions/<lang>/notebooks/",
+        f"Chinese); {folder_help}",
     )
 
 
@@ -293,3 +361,21 @@ def add_update(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_folders(parser, "your folder (default: the checkout's work/)")
     parser.set_defaults(handler=run_update)
+
+
+def add_explore(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "explore",
+        help="open the course with every exercise solved, to read it and move its explorers",
+        description="For a self-learner: the course's notebooks with every exercise already solved (the course's "
+        "own solutions), so that Run All runs each to its end and every explorer of 02-08 works. In a checkout, "
+        "your copy is explore/ (git ignores it; explore-zh-TW/ with --lang zh-TW), made from notebooks/ and "
+        "solutions/ and kept up to date by the rules of work/: a notebook you changed is never written over. "
+        "To do the exercises yourself, use `posref lab` (your work in work/).",
+    )
+    parser.add_argument("--folder", help="your folder (default: the checkout's explore/, explore-<lang>/)")
+    _add_lang(parser, "in a checkout its folder is explore-<lang>/")
+    parser.add_argument(
+        "jupyter_args", nargs=argparse.REMAINDER, help="options passed on to JupyterLab as they are"
+    )
+    parser.set_defaults(handler=run_explore)

@@ -8,25 +8,39 @@ For each file of the releases (the releases' own ``README.md`` and hidden files 
 
 * missing from the work folder (first open, a notebook new in the course, or one the student deleted to start it
   again): copied;
-* the same bytes in both, or a course version already delivered: nothing;
-* the course changed it, and the student's copy is byte for byte what posref delivered, from a release git had
-  committed (``git ls-files``): replaced, since nothing in it is the student's;
-* the course changed it and the student's copy is theirs (edited, run, or of unknown origin): left as it is, and
-  the new version written beside it as ``NAME.new.ipynb`` (``NAME.new2.ipynb``, ... when that name is taken).
+* the student's copy says what the course's says, or a course version already delivered: nothing;
+* the course changed it, and the student's copy says what posref delivered, from a release git had committed
+  (``git ls-files``): replaced, since nothing in it is the student's;
+* the course changed it and the student's copy is theirs (edited, or of unknown origin): left as it is, and the
+  new version written beside it as ``NAME.new.ipynb``. A newer version replaces that copy while it is as posref
+  wrote it (one newest copy, not a pile); a copy the student changed is theirs too, and the next new version
+  takes the next free name (``NAME.new2.ipynb``, ...).
 
-No file of the work folder is ever written over, except the untouched copies above, and none is deleted. What was
-delivered is recorded in ``work/.posref-course.json`` (a relative path -> the SHA-256 of the release delivered,
-the SHA-256 of what was written at that path, and whether that release was git's committed file). The git test
-matters for a checkout where students edited ``notebooks/`` itself (the layout before this folder existed): their
-edited notebook is copied into ``work/`` as theirs, never as an untouched release a later update may replace.
+What a notebook "says" is what a student writes in it: each cell's type, source and attachments, in order
+(``content_key``). Its outputs, execution counts, cell ids and metadata are left out: running a notebook writes
+outputs, and a front end rewrites metadata when it saves (JupyterLab's save rewrites ``kernelspec`` and
+``language_info``), so a notebook the student only opened, ran or saved takes the new version, and its outputs
+are the student's to run again. Any other file, or a notebook that is not JSON, is compared byte for byte.
+
+While a new version waits beside a student's notebook, the work folder holds ``NEW_VERSIONS`` (a notebook that
+lists each pair, with links, in the language posref speaks), rewritten at each update and removed by posref
+when nothing waits any more (a student deletes a new version once done with it).
+
+No file of the work folder is ever written over, except the untouched copies above and posref's own list, and
+none is deleted but that list. What was delivered is recorded in ``work/.posref-course.json`` (a relative path
+-> the SHA-256 of the release delivered, the ``content_key`` of what was written at that path, whether that
+release was git's committed file, and the new version written beside it, if any). The git test matters for a
+checkout where students edited ``notebooks/`` itself (the layout before this folder existed): their edited
+notebook is copied into ``work/`` as theirs, never as an untouched release a later update may replace.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
+import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +48,8 @@ from posref.i18n import _
 
 MANIFEST = ".posref-course.json"
 ENTRY_KEYS = {"release", "written", "committed"}
+# the list of new versions waiting beside the student's notebooks; sorted first in JupyterLab's file browser
+NEW_VERSIONS = "00_new_versions.ipynb"
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,26 @@ def _git_blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def source_text(source: str | list[str]) -> str:
+    """A notebook cell's source, which the format writes as a string or a list of lines."""
+    return "".join(source) if isinstance(source, list) else source
+
+
+def content_key(data: bytes, rel: str) -> str:
+    """A SHA-256 of what a student writes in the file ``rel`` of these bytes: for a notebook (``.ipynb``), each
+    cell's type, source and attachments, in order, and nothing else; for any other file, or a notebook that is not
+    a notebook's JSON, its bytes."""
+    if rel.endswith(".ipynb"):
+        try:
+            cells = json.loads(data)["cells"]
+            written = [[c["cell_type"], source_text(c["source"]), c.get("attachments")] for c in cells]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        else:
+            return _sha256(json.dumps(written, sort_keys=True, ensure_ascii=True).encode())
+    return _sha256(data)
+
+
 def release_files(releases: Path) -> list[str]:
     """The files of the releases a student gets, relative paths in POSIX form, sorted: everything but hidden
     files and folders (``.ipynb_checkpoints``) and the releases' own ``README.md`` (about ``notebooks/``)."""
@@ -94,8 +130,29 @@ def committed_blobs(releases: Path) -> dict[str, str]:
     return blobs
 
 
-def beside_name(work: Path, rel: str) -> str:
-    """The first free name for a new version of ``rel``: ``NAME.new.ipynb``, then ``NAME.new2.ipynb``, ..."""
+def committed_files(folder: Path, files: Mapping[str, bytes]) -> set[str]:
+    """Those of ``files`` (relative to ``folder`` -> their bytes) that are git's committed version there."""
+    blobs = committed_blobs(folder)
+    return {rel for rel, data in files.items() if blobs.get(rel) == _git_blob(data)}
+
+
+def _is_new_version_name(rel: str, path: str) -> bool:
+    """Whether ``path`` is a name ``beside_name`` gives a new version of ``rel``."""
+    stem, suffix = Path(rel).stem, Path(rel).suffix
+    pattern = (
+        re.escape(Path(rel).with_name(stem).as_posix()) + r"\.new([2-9]|[1-9][0-9]{1,3})?" + re.escape(suffix)
+    )
+    return re.fullmatch(pattern, path) is not None
+
+
+def beside_name(work: Path, rel: str, earlier: Mapping[str, str] | None = None) -> str:
+    """Where a new version of ``rel`` goes: the copy of an earlier version posref wrote (``earlier``: its
+    ``path`` and ``written`` content key), while it is there as posref wrote it; else the first free name of
+    ``NAME.new.ipynb``, ``NAME.new2.ipynb``, ..."""
+    if earlier and _is_new_version_name(rel, earlier["path"]):
+        copy = work / earlier["path"]
+        if copy.is_file() and content_key(copy.read_bytes(), rel) == earlier["written"]:
+            return earlier["path"]
     path = Path(rel)
     for n in range(1, 10_000):
         candidate = path.with_name(f"{path.stem}.new{n if n > 1 else ''}{path.suffix}").as_posix()
@@ -108,13 +165,24 @@ def beside_name(work: Path, rel: str) -> str:
     )
 
 
-def read_manifest(work: Path) -> dict[str, dict]:
+def _valid_entry(entry: object) -> bool:
+    if not isinstance(entry, dict) or not ENTRY_KEYS <= entry.keys():
+        return False
+    beside = entry.get("beside")
+    return beside is None or (
+        isinstance(beside, dict) and all(isinstance(beside.get(k), str) for k in ("path", "written"))
+    )
+
+
+def read_record(work: Path) -> dict:
+    """The work folder's record (``MANIFEST``): ``{"files": {path: entry}, "notice": content key or None}``."""
     path = work / MANIFEST
     if not path.is_file():
-        return {}
+        return {"files": {}, "notice": None}
     try:
-        files = json.loads(path.read_text(encoding="utf-8"))["files"]
-        if not all(isinstance(e, dict) and ENTRY_KEYS <= e.keys() for e in files.values()):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        files = record["files"]
+        if not all(_valid_entry(e) for e in files.values()):
             raise ValueError(_("each file's entry needs the keys {keys}").format(keys=sorted(ENTRY_KEYS)))
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(
@@ -122,56 +190,150 @@ def read_manifest(work: Path) -> dict[str, dict]:
                 "{path} is not posref's record of the course files it delivered ({err}): move it away and run again (every notebook that differs from the course's then gets the course's version beside it)"
             ).format(path=path, err=err)
         ) from None
-    return files
+    notice = record.get("notice")
+    return {"files": files, "notice": notice if isinstance(notice, str) else None}
+
+
+def read_manifest(work: Path) -> dict[str, dict]:
+    """The record's entries: a path relative to the work folder -> what was delivered there."""
+    return read_record(work)["files"]
 
 
 def update(releases: Path, work: Path) -> list[Change]:
     """Bring the course files of ``releases`` into the student's folder ``work`` (created if needed) by the rules
     of this module; what was done, in the order of the files."""
-    releases, work = Path(releases), Path(work)
+    releases = Path(releases)
     if not releases.is_dir():
         raise FileNotFoundError(
             _("no folder {releases} of released notebooks to copy from").format(releases=releases)
         )
+    files = {rel: (releases / rel).read_bytes() for rel in release_files(releases)}
+    return deliver(files, committed_files(releases, files), work)
+
+
+def deliver(files: Mapping[str, bytes], committed: set[str], work: Path) -> list[Change]:
+    """``update``'s rules for the course files ``files`` (a path relative to the work folder -> its bytes), of
+    which ``committed`` are the course's own (git's committed versions); what was done, in the order of the
+    paths."""
+    work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    manifest = read_manifest(work)
-    committed = committed_blobs(releases)
+    record = read_record(work)
+    manifest = record["files"]
     changes = []
-    for rel in release_files(releases):
-        data = (releases / rel).read_bytes()
-        new = _sha256(data)
-        delivered = {"release": new, "written": new, "committed": committed.get(rel) == _git_blob(data)}
-        target = work / rel
-        entry = manifest.get(rel)
+    for rel in sorted(files):
+        data = files[rel]
+        release, written = _sha256(data), content_key(data, rel)
+        delivered = {"release": release, "written": written, "committed": rel in committed}
+        target, entry = work / rel, manifest.get(rel)
         if not target.exists():
-            changes.append(Change("added", rel))
+            action = "added"
         else:
-            mine = _sha256(target.read_bytes())
-            if mine == new or (entry is not None and entry["release"] == new):
-                manifest[rel] = delivered if mine == new else entry
+            mine = target.read_bytes()
+            says = content_key(mine, rel)
+            if says == written:  # the student's copy says what the course's says: nothing to write
+                if entry is None or entry["release"] != release:
+                    manifest[rel] = {**delivered, **_kept_beside(entry)}
                 continue
-            if entry is not None and entry["committed"] and mine == entry["written"]:
-                changes.append(Change("updated", rel))
-            else:
-                beside = beside_name(work, rel)
-                (work / beside).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(releases / rel, work / beside)
-                manifest[rel] = {**delivered, "written": mine, "committed": False}
-                changes.append(Change("beside", beside, of=rel))
+            if entry is not None and entry["release"] == release:  # this version was delivered before
                 continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(releases / rel, target)
-        manifest[rel] = delivered
-    (work / MANIFEST).write_text(json.dumps({"files": manifest}, indent=1, sort_keys=True), encoding="utf-8")
+            # (a record written before content keys holds the SHA-256 of the bytes written)
+            untouched = entry is not None and entry["committed"] and entry["written"] in (says, _sha256(mine))
+            action = "updated" if untouched else "beside"
+        if action == "beside":
+            path = beside_name(work, rel, (entry or {}).get("beside"))
+            manifest[rel] = {**delivered, "written": says, "committed": False}
+            manifest[rel]["beside"] = {"path": path, "written": written}
+            changes.append(Change("beside", path, of=rel))
+        else:
+            path = rel
+            manifest[rel] = delivered
+            changes.append(Change(action, rel))
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_bytes(data)
+    record["notice"] = _write_new_versions(work, waiting(work, manifest), record["notice"])
+    (work / MANIFEST).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     return changes
 
 
+def _kept_beside(entry: Mapping | None) -> dict:
+    return {"beside": entry["beside"]} if entry is not None and "beside" in entry else {}
+
+
+def waiting(work: Path, manifest: Mapping[str, Mapping] | None = None) -> list[tuple[str, str]]:
+    """``(the student's notebook, the course's new version beside it)`` for each new version posref wrote that is
+    still in the work folder beside a notebook that is still there, in the order of the paths."""
+    manifest = read_manifest(work) if manifest is None else manifest
+    return [
+        (rel, entry["beside"]["path"])
+        for rel, entry in sorted(manifest.items())
+        if "beside" in entry
+        and _is_new_version_name(rel, entry["beside"]["path"])
+        and (work / entry["beside"]["path"]).is_file()
+        and (work / rel).is_file()
+    ]
+
+
+def new_versions_page(pairs: list[tuple[str, str]]) -> bytes:
+    """``NEW_VERSIONS``: a notebook of one markdown cell listing ``pairs`` (from ``waiting``) with links, in the
+    language posref speaks now."""
+    rows = "\n".join(f"| [{mine}]({mine}) | [{new}]({new}) |" for mine, new in pairs)
+    text = "\n".join(
+        [
+            "# " + _("New versions of the course are waiting"),
+            "",
+            _(
+                "The course changed notebooks that you had changed yourself. Yours are as you left them; the course's new version of each is beside it:"
+            ),
+            "",
+            "| " + _("your notebook") + " | " + _("the course's new version") + " |",
+            "|---|---|",
+            rows,
+            "",
+            _(
+                "Keep working in yours, and hand in yours. Open the new version to see what changed and copy over what you want. When you are done with a new version, delete it: this page lists the new versions still waiting, and is removed at the next start when none is left."
+            ),
+            "",
+            _("Back to [the start page]({start})").format(start="00_start.ipynb"),
+        ]
+    )
+    nb = {
+        "cells": [{"cell_type": "markdown", "id": "new-versions", "metadata": {}, "source": text}],
+        # the course's kernel, as its notebooks name it: without one, JupyterLab asks which to start
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def _write_new_versions(work: Path, pairs: list[tuple[str, str]], recorded: str | None) -> str | None:
+    """Write ``NEW_VERSIONS`` for ``pairs``, or remove it when there are none; a page there that posref did not
+    write (its content is not ``recorded``) is the student's and left alone. -> the content key to record."""
+    path = work / NEW_VERSIONS
+    if path.exists() and content_key(path.read_bytes(), NEW_VERSIONS) != recorded:
+        return recorded
+    if not pairs:
+        path.unlink(missing_ok=True)
+        return None
+    page = new_versions_page(pairs)
+    path.write_bytes(page)
+    return content_key(page, NEW_VERSIONS)
+
+
 def summary(changes: list[Change], releases: Path, work: Path) -> str:
-    """What ``update`` did, for the terminal: one line per change, or one line saying nothing changed."""
+    """What ``update`` did, for the terminal: one line per change, or one line saying nothing changed; and the
+    list of new versions waiting, when there is one."""
     if not changes:
-        return _("{work}: up to date with {releases} (nothing copied, nothing of yours changed)").format(
-            work=work, releases=releases
+        lines = [
+            _("{work}: up to date with {releases} (nothing copied, nothing of yours changed)").format(
+                work=work, releases=releases
+            )
+        ]
+    else:
+        lines = [_("{work}: from {releases}:").format(work=work, releases=releases)]
+        lines += [f"  {c.describe()}" for c in changes]
+    if (work / NEW_VERSIONS).is_file() and waiting(work):
+        lines.append(
+            _("new versions waiting beside your notebooks: see {page}").format(page=work / NEW_VERSIONS)
         )
-    lines = [_("{work}: from {releases}:").format(work=work, releases=releases)]
-    lines += [f"  {c.describe()}" for c in changes]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ import base64
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -142,7 +143,8 @@ class LabServer:
     """JupyterLab on ``base/root`` with its own HOME, port and token.
 
     ``launcher="posref"`` starts it the way ``make lab`` does (``python -m posref lab``: the student config, the
-    start page, ``--allow-root`` decided by posref itself), ``launcher="autograder"`` as instructors do
+    start page, ``--allow-root`` decided by posref itself), ``launcher="explore"`` as ``make explore`` does
+    (``python -m posref explore``), ``launcher="autograder"`` as instructors do
     (``python -m autograder lab``); ``run_as`` (a uid, when the test runs as root) starts it as that ordinary
     user; ``env`` adds to the server's environment; ``lab_args`` are ``posref lab``'s own options (``--releases``).
     """
@@ -200,8 +202,9 @@ class LabServer:
             f"--IdentityProvider.token={self.token}",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ]
-        if self.launcher == "posref":
-            cmd = [sys.executable, "-m", "posref", "lab", "--folder", str(self.root), *self.lab_args]
+        if self.launcher in ("posref", "explore"):  # posref lab, posref explore
+            command = "lab" if self.launcher == "posref" else "explore"
+            cmd = [sys.executable, "-m", "posref", command, "--folder", str(self.root), *self.lab_args]
             cmd += ["--", *options]
         elif self.launcher == "autograder":  # the instructor's lab, served from the repository root
             cmd = [sys.executable, "-m", "autograder", "lab", "--", *options]
@@ -311,19 +314,34 @@ def _decode_img_src(src: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(src[len(prefix) :]))).convert("RGB"))
 
 
-def _wait_for_new_image(page, old_src: str) -> str:
+def wait_for_new_image(page, old_src: str, image: str = IMAGE) -> str:
+    """Wait until the figure ``image`` (a CSS selector of an ``img``) shows another picture than ``old_src``."""
     page.wait_for_function(
         "([selector, old]) => { const img = document.querySelector(selector); return img && img.src !== old; }",
-        arg=[IMAGE, old_src],
+        arg=[image, old_src],
     )
-    return page.get_attribute(IMAGE, "src")
+    return page.get_attribute(image, "src")
 
 
-def _assert_figure_changed(before: str, after: str) -> None:
+def assert_figure_changed(before: str, after: str) -> None:
     a, b = _decode_img_src(before), _decode_img_src(after)
     assert a.shape == b.shape, f"the figure changed size: {a.shape} -> {b.shape}"
     changed = np.any(a != b, axis=-1).mean()
     assert changed > 1e-3, f"only {changed:.2e} of the pixels changed after moving the slider"
+
+
+def drag_slider(page, explorer: str) -> None:
+    """Drag the handle of the first slider of ``explorer`` (a CSS selector) with the mouse to 60% of its track,
+    or to 20% when it starts in the right half."""
+    page.locator(f"{explorer} .widget-hslider").first.scroll_into_view_if_needed()
+    track = page.locator(f"{explorer} .widget-hslider .noUi-target").first.bounding_box()
+    handle = page.locator(f"{explorer} .widget-hslider .noUi-handle").first.bounding_box()
+    x0 = handle["x"] + handle["width"] / 2
+    goal = 0.2 if x0 > track["x"] + track["width"] / 2 else 0.6
+    page.mouse.move(x0, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(track["x"] + goal * track["width"], track["y"] + track["height"] / 2, steps=8)
+    page.mouse.up()
 
 
 def _readout(page) -> int:
@@ -365,16 +383,82 @@ ALL_CELLS_DONE = """(selector) => {
 }"""
 
 
-def run_all(page, server, relative: str, done: str) -> None:
+def run_all(page, server, relative: str, done: str, *, reset: bool = False) -> None:
     """Open the notebook ``relative`` of ``server`` in ``page``, wait until the page is connected to its kernel,
     Run All Cells (JupyterLab 4 has no default shortcut for it) and wait until every cell ran and the CSS selector
-    ``done`` is on the page."""
-    page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+    ``done`` is on the page. ``reset``: open it alone, without the tabs JupyterLab's workspace would restore
+    (each restored notebook starts a kernel of its own)."""
+    page.goto(f"{server.url}/lab/tree/{relative}?{'reset&' if reset else ''}token={server.token}")
     server.wait_for_idle_kernel(relative)
     page.wait_for_function(KERNEL_READY)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.click(".lm-Menu [data-command='runmenu:run-all']")
     page.wait_for_function(ALL_CELLS_DONE, arg=done)
+
+
+def interface_labels(page) -> tuple[list[str], set[str]]:
+    """What JupyterLab's interface says in ``page`` (a notebook open): (the menu bar's labels; every other label a
+    student clicks: each menu's items and its submenus' items, the file browser's context menu on an item, the
+    notebook toolbar's words). Each menu is opened and closed in turn."""
+    bar = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    labels: set[str] = set()
+
+    def open_menus(count: int) -> None:
+        page.wait_for_function("n => document.querySelectorAll('.lm-Menu').length === n", arg=count)
+
+    for i in range(len(bar)):
+        page.locator(".lm-MenuBar-item").nth(i).click()
+        open_menus(1)
+        menu = page.locator(".lm-Menu").first
+        labels.update(menu.locator(".lm-Menu-itemLabel").all_inner_texts())
+        submenus = menu.locator(".lm-Menu-item[data-type='submenu']")
+        for j in range(submenus.count()):
+            submenus.nth(j).hover()
+            open_menus(2)
+            labels.update(page.locator(".lm-Menu").nth(1).locator(".lm-Menu-itemLabel").all_inner_texts())
+            page.keyboard.press("Escape")  # the submenu only
+            open_menus(1)
+        page.keyboard.press("Escape")
+        open_menus(0)
+    page.locator(".jp-DirListing-item").first.click(button="right")
+    open_menus(1)
+    labels.update(page.locator(".lm-Menu .lm-Menu-itemLabel").all_inner_texts())
+    page.keyboard.press("Escape")
+    open_menus(0)
+    labels.update(page.locator(".jp-NotebookPanel:visible .jp-NotebookPanel-toolbar").inner_text().split())
+    return bar, {label.strip() for label in labels if label.strip()}
+
+
+def named_interface(text: str) -> list[list[str]]:
+    """The parts of JupyterLab's interface a page of the course names: each bold path (``**Run → Run All
+    Cells**``) as its labels, and each bold label that follows an arrow (``right-click → **Download**``) as one."""
+    named = []
+    for match in re.finditer(r"\*\*(.+?)\*\*", text):
+        if "→" in match[1] or text[: match.start()].endswith("→ "):
+            named.append([part.strip() for part in match[1].split("→")])
+    return named
+
+
+def assert_names_what_jupyterlab_shows(
+    page, pages: dict[str, str], hub_only: tuple[str, ...] = ("Nbgrader",)
+) -> int:
+    """Every menu path and label ``pages`` (a name -> its text) name is one JupyterLab shows in ``page``: a path's
+    first label on the menu bar, every label somewhere in its menus, context menu or notebook toolbar; paths that
+    start with ``hub_only`` (a JupyterHub's menus, which ``make lab`` hides) are left out. -> how many were
+    checked."""
+    bar, labels = interface_labels(page)
+    wrong, checked = [], 0
+    for name, text in pages.items():
+        for path in named_interface(text):
+            if path[0] in hub_only:
+                continue
+            checked += 1
+            if (len(path) > 1 and path[0] not in bar) or not set(path) <= set(bar) | labels:
+                wrong.append(f"{name}: {' → '.join(path)}")
+    assert not wrong, (
+        f"named but not shown by JupyterLab:\n{chr(10).join(wrong)}\nmenu bar: {bar}\nlabels: {sorted(labels)}"
+    )
+    return checked
 
 
 @contextmanager
@@ -469,18 +553,11 @@ def test_fingerprint_slider_redraws_in_jupyterlab(chromium: str, lab: LabServer,
             start_value = _readout(page)
 
             # 1. drag the slider handle to 60% of its track (20% if it starts in the right half)
-            track = page.locator(f"{EXPLORER} .widget-hslider .noUi-target").bounding_box()
-            handle = page.locator(f"{EXPLORER} .widget-hslider .noUi-handle").bounding_box()
-            x0 = handle["x"] + handle["width"] / 2
-            goal = 0.2 if x0 > track["x"] + track["width"] / 2 else 0.6
-            page.mouse.move(x0, handle["y"] + handle["height"] / 2)
-            page.mouse.down()
-            page.mouse.move(track["x"] + goal * track["width"], track["y"] + track["height"] / 2, steps=8)
-            page.mouse.up()
-            second = _wait_for_new_image(page, first)
+            drag_slider(page, EXPLORER)
+            second = wait_for_new_image(page, first)
             dragged_value = _readout(page)
             assert dragged_value != start_value, f"the readout stayed at {start_value} after dragging"
-            _assert_figure_changed(first, second)
+            assert_figure_changed(first, second)
             phase("dragged")
 
             # 2. type a value into the readout
@@ -490,9 +567,9 @@ def test_fingerprint_slider_redraws_in_jupyterlab(chromium: str, lab: LabServer,
             page.keyboard.press("Control+a")
             page.keyboard.type(str(target))
             page.keyboard.press("Enter")
-            third = _wait_for_new_image(page, second)
+            third = wait_for_new_image(page, second)
             assert _readout(page) == target
-            _assert_figure_changed(second, third)
+            assert_figure_changed(second, third)
             phase("typed")
             if kind == "generated":
                 # the page shows exactly the figure the pure function draws for that position

@@ -25,9 +25,15 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from test_browser import LabServer, browser_page, chromium, run_all  # noqa: F401 (chromium is a fixture)
+from test_browser import (  # noqa: F401 (chromium is a fixture)
+    LabServer,
+    assert_names_what_jupyterlab_shows,
+    browser_page,
+    chromium,
+    run_all,
+)
 
-from posref import launch
+from posref import explore, i18n, launch, workfolder
 from posref_jupyter import lab_language
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,6 +86,7 @@ def test_an_editions_server_gets_its_language(tag):
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [
         str(launch.STUDENT_CONFIG),
         str(launch.LANGUAGE_CONFIG),
+        str(launch.COURSE_CONFIG),
         "/elsewhere",
     ]
     assert lab_language.requested_locale(env) == lang.locale
@@ -90,7 +97,7 @@ def test_an_editions_server_gets_its_language(tag):
         "nbgrader.server_extensions.course_list": False,
     }
     bare = launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})  # python -m autograder lab's
-    assert "POSREF_LANG" not in bare and "JUPYTER_CONFIG_PATH" not in bare
+    assert "POSREF_LANG" not in bare and bare["JUPYTER_CONFIG_PATH"] == str(launch.COURSE_CONFIG)
 
 
 def _server_extensions(env: dict[str, str]) -> dict[str, bool]:
@@ -316,6 +323,54 @@ def _shot_dir(tmp_path: Path) -> Path:
     return shots
 
 
+def edition_pages(tag: str) -> dict[str, str]:
+    """What a student of the edition ``tag`` reads about the interface: its README, its start page's markdown, and
+    the pages posref writes in its language (the explore edition's note, the list of new versions waiting)."""
+    start = nbformat.read(launch.EDITIONS[tag].releases / launch.START_PAGE, as_version=4)
+    with i18n.speaking(tag):
+        written = {
+            "the explore note": explore.note_cell()["source"],
+            workfolder.NEW_VERSIONS: workfolder.new_versions_page([("a.ipynb", "a.new.ipynb")]).decode(),
+        }
+    return {
+        f"README.{tag}.md": (REPO / f"README.{tag}.md").read_text(encoding="utf-8"),
+        f"editions/{tag}/notebooks/{launch.START_PAGE}": "\n".join(
+            c.source for c in start.cells if c.cell_type == "markdown"
+        ),
+        **written,
+    }
+
+
+def _answer_stubs(releases: Path) -> set[str]:
+    """The texts of the written answers' cells in the releases ``releases`` (what a student double-clicks)."""
+    return {
+        cell.source.strip()
+        for path in releases.glob("*/*.ipynb")
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+@pytest.mark.parametrize("tag", list(launch.EDITIONS))
+def test_the_pages_quote_the_stubs_the_editions_notebooks_hold(tag):
+    """The answer cell's text the README and the start page quote is the one the edition's notebooks hold (zh-TW's
+    read 請在這裡寫下你的答案, not nbgrader's English); the code stub they quote is the releases' too."""
+    releases = launch.EDITIONS[tag].releases
+    (stub,) = _answer_stubs(releases)
+    start = "\n".join(c.source for c in nbformat.read(releases / launch.START_PAGE, as_version=4).cells)
+    readme = (REPO / ("README.md" if tag == "en" else f"README.{tag}.md")).read_text(encoding="utf-8")
+    for name, text in {"start page": start, "README": readme}.items():
+        if name == "README" and tag == "en":
+            continue  # the English README leaves the exercises to the start page
+        assert stub in text, f"the {tag} {name} does not quote the answer cell's text {stub!r}"
+        assert tag == "en" or "YOUR ANSWER HERE" not in text, (
+            f"the {tag} {name} quotes nbgrader's English stub"
+        )
+        code = [c.source for p in releases.glob("*/*.ipynb") for c in nbformat.read(p, as_version=4).cells]
+        for line in ("# YOUR CODE HERE", 'raise NotImplementedError("not done yet'):
+            assert line in text and any(line in c for c in code), f"{tag} {name}: {line!r}"
+
+
 # the file browser's "Name" column in each edition's language pack
 NAME_COLUMN = {"zh-TW": "名稱", "zh-CN": "名称"}
 
@@ -342,6 +397,8 @@ def test_the_editions_start_page_opens_in_a_chinese_jupyterlab(chromium, tag, re
             headers = page.locator(".jp-DirListing-headerItemText").all_inner_texts()
             assert NAME_COLUMN[tag] in headers, f"the file browser's columns are not in {tag}: {headers}"
             page.screenshot(path=str(shots / f"{tag}_start_page.png"))
+            # every menu item the edition's pages name is one this JupyterLab shows (issue 42.7)
+            assert assert_names_what_jupyterlab_shows(page, edition_pages(tag)) >= 4
         except Exception:
             page.screenshot(path=str(shots / f"{tag}_start_page_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")

@@ -25,7 +25,8 @@ def test_instructor_lab_command_uses_the_course_configuration(monkeypatch, tmp_p
     assert f"--JupyterApp.config_file={CONFIG}" in command
     assert f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}" in command  # not in the checkout
     assert command[-1] == "--no-browser"
-    assert "JUPYTER_CONFIG_PATH" not in launch.lab_env(instructor_tools=True, env={})  # formgrader kept
+    # the formgrader kept (no student config), JupyterLab's news off
+    assert launch.lab_env(instructor_tools=True, env={})["JUPYTER_CONFIG_PATH"] == str(launch.COURSE_CONFIG)
 
 
 def test_only_nbgraders_execute_kernels_run_in_grading_mode(tmp_path):

@@ -57,6 +57,28 @@ def test_the_other_entry_points_run_as_written():
         )
 
 
+def test_the_activated_venv_runs_the_commands_bare_from_any_folder(tmp_path):
+    """What "Other entry points" promises: once ``source .venv/bin/activate`` ran, ``posref`` and ``python -m
+    autograder`` (autograder/README.md's commands) are found as written, from any folder, with nothing else on PATH."""
+    section = README.read_text().split("## Other entry points", 1)[1].split("\n## ", 1)[0]
+    assert "`source .venv/bin/activate`" in section and "`posref ...`" in section, section
+    activate = REPO / ".venv" / "bin" / "activate"
+    if not activate.is_file():
+        pytest.skip(f"no {activate}: made by `make lab` or `make setup`, which this checkout has not run")
+    if shutil.which("bash") is None:
+        pytest.skip("no bash to source the activation script in")
+    for command in ("posref --help", "python -m autograder --help"):
+        done = subprocess.run(
+            ["bash", "-c", f"source {shlex.quote(str(activate))} && {command}"],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0 and "usage:" in done.stdout, f"{command}:\n{done.stderr[-2000:]}"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the student's section in the other editions' languages: README.zh-TW.md, README.zh-CN.md
 

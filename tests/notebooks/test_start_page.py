@@ -29,6 +29,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
     HANG_S,
     KERNEL_READY,
     LabServer,
+    assert_names_what_jupyterlab_shows,
     browser_page,
     chromium,
     run_all,
@@ -36,7 +37,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
 )
 
 from autograder.release.start_page import release_start_page, released_start_page
-from posref import launch
+from posref import explore, i18n, launch, workfolder
 from posref.explorers import scaling_explorer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,10 +164,19 @@ def test_lab_command_allows_root_only_as_root(monkeypatch, tmp_path):
 def test_lab_env_hides_instructor_tools_and_the_exchange_unless_asked():
     env = {"JUPYTER_CONFIG_PATH": "/elsewhere", "PATH": "/usr/bin"}
     student = launch.lab_env(env=env)
-    assert student["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(launch.STUDENT_CONFIG), "/elsewhere"]
-    assert "JUPYTER_CONFIG_PATH" not in launch.lab_env(instructor_tools=True, env={"PATH": "/usr/bin"})
-    page = json.loads((launch.STUDENT_CONFIG / "labconfig" / "page_config.json").read_text())
-    assert set(page["disabledExtensions"]) == STUDENT_HIDDEN_PLUGINS
+    assert student["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [
+        str(launch.STUDENT_CONFIG),
+        str(launch.COURSE_CONFIG),
+        "/elsewhere",
+    ]
+    instructor = launch.lab_env(instructor_tools=True, env={"PATH": "/usr/bin"})
+    assert instructor["JUPYTER_CONFIG_PATH"] == str(launch.COURSE_CONFIG)  # the formgrader kept, no news
+    hidden = {
+        name
+        for folder in (launch.STUDENT_CONFIG, launch.COURSE_CONFIG)
+        for name in json.loads((folder / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
+    }
+    assert hidden == STUDENT_HIDDEN_PLUGINS
     server = json.loads((launch.STUDENT_CONFIG / "jupyter_server_config.json").read_text())
     assert server["ServerApp"]["jpserver_extensions"] == STUDENT_SERVER_EXTENSIONS  # Validate's stays on
 
@@ -309,19 +319,35 @@ def test_make_lab_opens_on_the_start_page_and_its_links_work(chromium, student_l
             page.locator(".jp-NotebookPanel-toolbar .validate-button:visible").wait_for()  # Validate stays
             news = page.locator(".Toastify__toast", has_text="Jupyter news")
             assert news.count() == 0, "JupyterLab asked about its news"
+            # every menu item the English pages name is one this JupyterLab shows (issue 42.7)
+            assert assert_names_what_jupyterlab_shows(page, _english_pages()) >= 4
         except Exception:
             page.screenshot(path=str(shots / "start_page_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
 
 
+def _english_pages() -> dict[str, str]:
+    """What a student of the English edition reads about JupyterLab's interface: the README, the start page's
+    markdown, the pages posref writes (the explore edition's note, the list of new versions waiting)."""
+    start = nbformat.read(START, as_version=4)
+    with i18n.speaking("en"):
+        return {
+            "README.md": (REPO / "README.md").read_text(encoding="utf-8"),
+            "notebooks/00_start.ipynb": "\n".join(c.source for c in start.cells if c.cell_type == "markdown"),
+            "the explore note": explore.note_cell()["source"],
+            workfolder.NEW_VERSIONS: workfolder.new_versions_page([("a.ipynb", "a.new.ipynb")]).decode(),
+        }
+
+
 def _next_version_of_the_course(upstream: Path) -> None:
-    """A new commit upstream: a cell added to 01 (which the student edits) and to 02 (which they never open), and
-    a notebook new in the course."""
-    for name in ("01_order", "02_absolute"):
-        path = upstream / "notebooks" / name / f"{name}.ipynb"
+    """A new commit upstream: a cell added to 01 (which the student edits), to 02 and to the start page (which they
+    only open and save), and a notebook new in the course."""
+    for name in ("01_order", "02_absolute", ""):
+        path = upstream / "notebooks" / (f"{name}/{name}.ipynb" if name else launch.START_PAGE)
         nb = nbformat.read(path, as_version=4)
-        nb.cells.append(nbformat.v4.new_markdown_cell(f"New in the course's next version ({name})."))
+        label = name or "start page"
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"New in the course's next version ({label})."))
         nbformat.write(nb, path)
     new = upstream / "notebooks" / "09_extra" / "09_extra.ipynb"
     new.parent.mkdir()
@@ -335,13 +361,29 @@ def _next_version_of_the_course(upstream: Path) -> None:
 def test_a_students_answers_survive_a_release_and_a_new_version(chromium, student_lab, tmp_path):  # noqa: F811
     """A student writes an answer into notebook 01 in JupyterLab and saves it; the course's release of 01 is made
     in the same checkout; the course's next version is pulled and brought over. The answer is still there, on
-    disk and in JupyterLab; the next version of 01 sits beside it, 02 (untouched) took its new version."""
+    disk and in JupyterLab; the next version of 01 sits beside it, listed on the page of new versions waiting. The
+    start page (run and saved) and 02 (opened and saved) are not the student's work: JupyterLab's save rewrites
+    their metadata, and they take their new versions all the same (issue 42.1)."""
     server, shots = student_lab, _shot_dir(tmp_path)
     relative = "01_order/01_order.ipynb"
     mine = server.root / relative
     answer = "my_answer = 4242  # written in JupyterLab"
+    # what the student only opens and saves -> what running it prints (None: not run)
+    only_saved = {launch.START_PAGE: "device:", "02_absolute/02_absolute.ipynb": None}
     with browser_page(chromium, server.home) as page:
         try:
+            for path, printed in only_saved.items():
+                released = (server.root / path).read_bytes()
+                if printed is None:
+                    page.goto(f"{server.url}/lab/tree/{path}?reset&token={server.token}")
+                    server.wait_for_idle_kernel(path)
+                    page.wait_for_function(KERNEL_READY)
+                else:  # the start page's machine check, run as its text asks
+                    run_all(page, server, path, ".jp-OutputArea-output")
+                    page.locator(".jp-OutputArea-output", has_text=printed).first.wait_for()
+                save_notebook(page, server.root / path)
+                assert (server.root / path).read_bytes() != released, f"JupyterLab saved {path} byte for byte"
+
             page.goto(f"{server.url}/lab/tree/{relative}?reset&token={server.token}")  # no restored tabs
             # JupyterLab may restore an earlier test's tabs, hidden: only the panel in view is this notebook's
             panel = page.locator(".jp-NotebookPanel:visible")
@@ -379,17 +421,31 @@ def test_a_students_answers_survive_a_release_and_a_new_version(chromium, studen
             assert update.returncode == 0, update.stderr
             said = update.stderr
             assert "01_order/01_order.new.ipynb" in said and "yours is as you left it" in said, said
-            assert (
-                "updated 02_absolute/02_absolute.ipynb" in said and "added 09_extra/09_extra.ipynb" in said
-            ), said
+            for path in only_saved:  # opened and saved, not changed: the new version replaced it
+                assert f"updated {path}" in said, said
+                assert "New in the course's next version" in (server.root / path).read_text(), path
+            assert "added 09_extra/09_extra.ipynb" in said, said
+            assert "02_absolute.new" not in said and "00_start.new" not in said, said
             assert mine.read_bytes() == written, "the update changed the student's notebook"
             new = nbformat.read(server.root / "01_order" / "01_order.new.ipynb", as_version=4)
             assert new.cells[-1].source == "New in the course's next version (01_order)."
             untouched = nbformat.read(server.root / "02_absolute" / "02_absolute.ipynb", as_version=4)
             assert untouched.cells[-1].source == "New in the course's next version (02_absolute)."
 
-            page.reload()  # and JupyterLab shows the answer
-            page.locator(".jp-CodeCell .jp-InputArea-editor", has_text=answer).wait_for()
+            # the new version waiting is listed at the top of the folder, with links to both notebooks
+            page.goto(f"{server.url}/lab/tree/{workfolder.NEW_VERSIONS}?token={server.token}")
+            listed = page.locator(".jp-RenderedMarkdown table a", has_text="01_order.new.ipynb")
+            listed.wait_for()
+            listed.click()
+            _tab(page, "01_order.new.ipynb").wait_for()
+            page.locator(".jp-DirListing-item", has_text=workfolder.NEW_VERSIONS).first.wait_for()
+
+            page.goto(
+                f"{server.url}/lab/tree/{relative}?token={server.token}"
+            )  # and JupyterLab shows the answer
+            page.locator(
+                ".jp-NotebookPanel:visible .jp-CodeCell .jp-InputArea-editor", has_text=answer
+            ).wait_for()
             page.screenshot(path=str(shots / "answers_kept.png"))
 
             # Validate works here, with the student's nbgrader configuration (no warning that there is none)

@@ -7,6 +7,7 @@ and a work folder, with notebooks that are plain JSON files whose bytes the test
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -14,13 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from posref import launch, workfolder
+from posref import i18n, launch, workfolder
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _notebook(text: str) -> str:
-    return json.dumps({"cells": [{"cell_type": "markdown", "source": text}], "nbformat": 4}) + "\n"
+    """A notebook of a markdown cell saying ``text`` and a code cell, as nbgrader releases it (no outputs)."""
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": text},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"},
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}) + "\n"
 
 
 def _course(root: Path, *, git: bool) -> Path:
@@ -72,18 +78,144 @@ def test_an_edited_notebook_is_never_written_over(tmp_path):
     mine = _notebook("a, with my answers")
     (work / "01_a" / "01_a.ipynb").write_text(mine)
 
-    (releases / "01_a" / "01_a.ipynb").write_text(_notebook("a, version 2"))  # the course's next version
-    _commit(tmp_path, "version 2")
+    _next_version(tmp_path, "01_a", "a, version 2")
     assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new.ipynb")]
     assert (work / "01_a" / "01_a.ipynb").read_text() == mine
     assert (work / "01_a" / "01_a.new.ipynb").read_text() == _notebook("a, version 2")
     assert workfolder.update(releases, work) == []  # delivered once, not at every start
 
-    (releases / "01_a" / "01_a.ipynb").write_text(_notebook("a, version 3"))  # a third: the next free name
-    _commit(tmp_path, "version 3")
-    assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new2.ipynb")]
+    # a third version replaces the copy of the second, which nobody changed: one newest copy, not a pile
+    _next_version(tmp_path, "01_a", "a, version 3")
+    assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new.ipynb")]
+    assert (work / "01_a" / "01_a.new.ipynb").read_text() == _notebook("a, version 3")
     assert (work / "01_a" / "01_a.ipynb").read_text() == mine
-    assert (work / "01_a" / "01_a.new.ipynb").read_text() == _notebook("a, version 2")
+    assert not (work / "01_a" / "01_a.new2.ipynb").exists()
+
+    # a copy the student wrote in is theirs too: the next version takes the next free name
+    (work / "01_a" / "01_a.new.ipynb").write_text(_notebook("a, version 3, with my notes"))
+    _next_version(tmp_path, "01_a", "a, version 4")
+    assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new2.ipynb")]
+    assert (work / "01_a" / "01_a.new.ipynb").read_text() == _notebook("a, version 3, with my notes")
+    assert (work / "01_a" / "01_a.new2.ipynb").read_text() == _notebook("a, version 4")
+
+
+def _next_version(root: Path, name: str, text: str) -> None:
+    """The course's next version of ``name``, committed."""
+    (root / "notebooks" / name / f"{name}.ipynb").write_text(_notebook(text))
+    _commit(root, text)
+
+
+def _saved_by_a_front_end(path: Path) -> None:
+    """What JupyterLab's save and a run do to a notebook without its owner writing a word: the kernel's metadata
+    rewritten, outputs and execution counts, cell ids and cell metadata added, the source split into lines."""
+    nb = json.loads(path.read_text())
+    nb["metadata"] = {
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python", "version": "3.11.9", "mimetype": "text/x-python"},
+    }
+    nb["nbformat_minor"] = 5
+    for i, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{i}"
+        cell["metadata"] = {"jp-MarkdownHeadingCollapsed": True}
+        cell["source"] = cell["source"].splitlines(keepends=True)
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = i + 1
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["1\\n"]}]
+    path.write_text(json.dumps(nb, indent=2))
+
+
+def test_a_notebook_only_opened_run_or_saved_takes_the_new_version(tmp_path):
+    """What a student changed is what they wrote: cell types, sources, attachments. Outputs and the metadata a
+    front end writes are not theirs, so a notebook with only those changes takes the course's new version."""
+    releases, work = _course(tmp_path, git=True), tmp_path / "work"
+    workfolder.update(releases, work)
+    for rel in ("00_start.ipynb", "02_b/02_b.ipynb"):
+        _saved_by_a_front_end(work / rel)
+    (releases / "00_start.ipynb").write_text(_notebook("start, version 2"))
+    _next_version(tmp_path, "02_b", "b, version 2")
+    changes = workfolder.update(releases, work)
+    assert _actions(changes) == [("updated", "00_start.ipynb"), ("updated", "02_b/02_b.ipynb")]
+    assert (work / "02_b" / "02_b.ipynb").read_text() == _notebook("b, version 2")
+    assert not (work / workfolder.NEW_VERSIONS).exists()
+
+    # a saved copy of the course's current version is up to date, whatever its bytes
+    _saved_by_a_front_end(work / "02_b" / "02_b.ipynb")
+    assert workfolder.update(releases, work) == []
+
+
+def test_a_changed_source_or_cell_is_the_students(tmp_path):
+    """Each way of writing in a notebook keeps it the student's: a source edited, a cell added, deleted or turned
+    into another type, an image pasted into a markdown cell."""
+    edits = {
+        "edited": lambda cells: cells[0].update(source="a, my answer"),
+        "added": lambda cells: cells.append({"cell_type": "code", "metadata": {}, "outputs": [], "source": "x = 1"}),
+        "deleted": lambda cells: cells.clear(),
+        "retyped": lambda cells: cells[0].update(cell_type="raw"),
+        "pasted": lambda cells: cells[0].update(attachments={"a.png": {"image/png": "iVBORw0KGgo="}}),
+    }  # fmt: skip
+    for how, edit in edits.items():
+        root = tmp_path / how
+        releases, work = _course(root, git=True), root / "work"
+        workfolder.update(releases, work)
+        nb = json.loads((work / "01_a" / "01_a.ipynb").read_text())
+        edit(nb["cells"])
+        (work / "01_a" / "01_a.ipynb").write_text(json.dumps(nb))
+        _next_version(root, "01_a", "a, version 2")
+        assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new.ipynb")], how
+
+
+def test_a_record_from_before_content_keys_still_knows_an_untouched_notebook(tmp_path):
+    """A work folder whose record holds the SHA-256 of the bytes written (posref before this rule) keeps its
+    untouched notebooks replaceable."""
+    releases, work = _course(tmp_path, git=True), tmp_path / "work"
+    workfolder.update(releases, work)
+    record = json.loads((work / workfolder.MANIFEST).read_text())
+    for rel, entry in record["files"].items():
+        entry["written"] = hashlib.sha256((work / rel).read_bytes()).hexdigest()
+    del record["notice"]
+    (work / workfolder.MANIFEST).write_text(json.dumps(record))
+    _next_version(tmp_path, "02_b", "b, version 2")
+    assert _actions(workfolder.update(releases, work)) == [("updated", "02_b/02_b.ipynb")]
+
+
+def test_the_content_key_reads_notebooks_and_nothing_else():
+    one = json.dumps({"cells": [{"cell_type": "markdown", "source": "ab\ncd"}]}).encode()
+    lines = json.dumps({"cells": [{"cell_type": "markdown", "source": ["ab\n", "cd"], "id": "x"}]}).encode()
+    assert workfolder.content_key(one, "a.ipynb") == workfolder.content_key(lines, "a.ipynb")
+    assert workfolder.content_key(one, "a.json") != workfolder.content_key(lines, "a.json")  # bytes
+    for broken in (b"{not json", b"[]", b'{"cells": 3}', b'{"cells": [{"source": "x"}]}'):
+        assert workfolder.content_key(broken, "a.ipynb") == hashlib.sha256(broken).hexdigest()
+
+
+def test_the_new_versions_waiting_are_listed_at_the_top_of_the_folder(tmp_path):
+    """While a new version waits beside a student's notebook, NEW_VERSIONS lists the pair with links, in the
+    language posref speaks; it goes once the student deleted the new version; a page of the student's by that name
+    is never touched."""
+    releases, work = _course(tmp_path, git=True), tmp_path / "work"
+    workfolder.update(releases, work)
+    (work / "01_a" / "01_a.ipynb").write_text(_notebook("a, mine"))
+    _next_version(tmp_path, "01_a", "a, version 2")
+    with i18n.speaking("zh-TW"):
+        changes = workfolder.update(releases, work)
+        said = workfolder.summary(changes, releases, work)
+    page = json.loads((work / workfolder.NEW_VERSIONS).read_text())
+    (text,) = [c["source"] for c in page["cells"]]  # one markdown cell
+    assert page["metadata"]["kernelspec"]["name"] == "python3"  # JupyterLab opens it without asking for a kernel
+    assert "[01_a/01_a.ipynb](01_a/01_a.ipynb) | [01_a/01_a.new.ipynb](01_a/01_a.new.ipynb)" in text, text
+    with i18n.speaking("zh-TW"):
+        assert i18n._("New versions of the course are waiting") in text
+        assert i18n._("New versions of the course are waiting") != "New versions of the course are waiting"
+    assert str(work / workfolder.NEW_VERSIONS) in said, said
+    assert workfolder.waiting(work) == [("01_a/01_a.ipynb", "01_a/01_a.new.ipynb")]
+
+    _saved_by_a_front_end(work / workfolder.NEW_VERSIONS)  # opened and saved in JupyterLab: still posref's
+    (work / "01_a" / "01_a.new.ipynb").unlink()  # the student took what they wanted
+    assert workfolder.update(releases, work) == [] and not (work / workfolder.NEW_VERSIONS).exists()
+
+    (work / workfolder.NEW_VERSIONS).write_text(_notebook("my own page"))
+    _next_version(tmp_path, "01_a", "a, version 3")
+    assert _actions(workfolder.update(releases, work)) == [("beside", "01_a/01_a.new.ipynb")]
+    assert (work / workfolder.NEW_VERSIONS).read_text() == _notebook("my own page")
 
 
 def test_an_untouched_notebook_takes_the_new_version(tmp_path):
@@ -173,3 +305,18 @@ def test_the_checkout_works_in_a_folder_git_ignores(tmp_path):
     if ignored.returncode == 128:
         pytest.skip("not a git checkout: nothing to ignore")
     assert ignored.returncode == 0, "git does not ignore work/: a student's answers would show in git status"
+
+
+def test_posref_lab_opens_on_the_new_versions_when_one_just_arrived(tmp_path):
+    releases, work = _course(tmp_path, git=True), tmp_path / "work"
+    first = workfolder.update(releases, work)
+    assert launch.first_page(work, first) == launch.START_PAGE
+    (work / "01_a" / "01_a.ipynb").write_text(_notebook("a, mine"))
+    _next_version(tmp_path, "01_a", "a, version 2")
+    arrived = workfolder.update(releases, work)
+    assert launch.first_page(work, arrived) == workfolder.NEW_VERSIONS
+    command = launch.lab_command(work, first=launch.first_page(work, arrived))
+    assert f"--LabApp.default_url=/lab/tree/{workfolder.NEW_VERSIONS}" in command
+    # at the next start it still waits, listed in the folder, and JupyterLab opens on the start page again
+    assert launch.first_page(work, workfolder.update(releases, work)) == launch.START_PAGE
+    assert (work / workfolder.NEW_VERSIONS).is_file()
