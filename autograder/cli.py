@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         written = assignment.release(args.assignment)
         if args.lang != "en":
             written += assignment.release_edition(args.assignment, args.lang)
-        print(assignment.release_summary(args.assignment, written))
+        print(assignment.release_summary(args.assignment, written, args.lang))
     elif args.command == "import":
         from autograder.intake.submissions import import_submissions
 

@@ -241,17 +241,19 @@ def require_assignment(assignment: str) -> None:
         raise SystemExit(f"no assignment {assignment!r} in {source_dir()} (the assignments: {known})")
 
 
+def released_assignments() -> set[str]:
+    """The assignments released in this course: in the gradebook with their notebooks and test cells, which
+    ``release`` puts there (none without a gradebook)."""
+    if not has_gradebook():
+        return set()
+    with gradebook() as gb:
+        return {a.name for a in gb.assignments if a.notebooks}
+
+
 def require_released(assignment: str) -> None:
     """Grading needs the assignment's notebooks and test cells in the gradebook, which ``release`` puts there."""
-    from nbgrader.api import MissingEntry
-
     require_assignment(assignment)
-    with gradebook() as gb:
-        try:
-            released = bool(gb.find_assignment(assignment).notebooks)
-        except MissingEntry:
-            released = False
-    if not released:
+    if assignment not in released_assignments():
         raise SystemExit(
             f"{assignment} is not released in the course at {course_dir()}: "
             f"run `python -m autograder release {assignment}` first"

@@ -1,6 +1,7 @@
 """``python -m autograder lab``: the instructor's JupyterLab, with the course's nbgrader configuration.
 
-The server runs from the repository root with ``autograder/nbgrader_config.py`` as its config file, so that
+The server runs from the repository root with ``autograder/``, the folder of ``nbgrader_config.py``, first on
+``JUPYTER_CONFIG_PATH``, where every nbgrader app of the server finds the course's configuration, so that
 nbgrader's formgrader (Nbgrader → Formgrader) lists the assignments of ``solutions/`` and the students and
 submissions of the course folder (``$POSREF_COURSE_DIR``), shows each autograded submission with its score of
 record (``autograde`` writes it under the test cells) and takes the manual grades of the written answers.
@@ -35,8 +36,9 @@ JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter_data"
 
 def lab_command(extra: Sequence[str] = ()) -> list[str]:
     """The JupyterLab command line for instructors; ``extra`` options are passed on as they are."""
+    # the course's nbgrader_config.py is not the server's config file (nbgrader's apps, which inherit it, would
+    # look for "nbgrader_config.py.py" and warn at each start): nbgrader finds it on JUPYTER_CONFIG_PATH (lab_env)
     options = [
-        f"--JupyterApp.config_file={course.CONFIG}",
         f"--FileCheckpoints.checkpoint_dir={course.course_dir() / 'checkpoints'}",
         # the formgrader loaded by the course's server extension (sanitised views, a CSP, the score of record
         # behind the Autograde button) instead of nbgrader's own
@@ -50,10 +52,15 @@ def lab_command(extra: Sequence[str] = ()) -> list[str]:
 
 
 def lab_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """posref's lab environment with the instructor's tools, and the course's Jupyter data folder (the
-    formgrader's offline MathJax) first on ``JUPYTER_PATH``."""
+    """posref's lab environment with the instructor's tools; the course's Jupyter data folder (the formgrader's
+    offline MathJax) first on ``JUPYTER_PATH``; and the folder of ``nbgrader_config.py`` first on
+    ``JUPYTER_CONFIG_PATH``, where nbgrader's server extensions look for it at each request (the formgrader's API
+    reloads it, the Validate button and the exchange's lists load it): without it each logged "No
+    nbgrader_config.py file found"."""
     out = launch.lab_env(instructor_tools=True, env=env)
     out["JUPYTER_PATH"] = os.pathsep.join(filter(None, (str(JUPYTER_DATA), out.get("JUPYTER_PATH"))))
+    folders = (str(course.CONFIG.parent), out.get("JUPYTER_CONFIG_PATH"))
+    out["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, folders))
     return out
 
 

@@ -34,6 +34,7 @@ import json
 import re
 import secrets
 import sys
+from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def policy_transform(settings: dict, handler_hashes: list[str]) -> type:
             if JAVASCRIPT.search(headers.get("Content-Type", "")) and not self.path.startswith(STATIC):
                 headers["Content-Type"] = "text/plain; charset=utf-8"
             if self.path.startswith("formgrader/api/") and finishing and status_code == 200:
-                chunk = students_named(chunk)
+                chunk = released_as_the_course_says(students_named(chunk), course.released_assignments())
                 if "Content-Length" in headers:
                     headers["Content-Length"] = str(len(chunk))
             return status_code, headers, chunk
@@ -154,27 +155,49 @@ def policy_transform(settings: dict, handler_hashes: list[str]) -> type:
 NO_NAME = "no name in the roster"
 
 
-def students_named(body: bytes) -> bytes:
-    """A formgrader API reply (JSON) in which every student without a first and last name (imported without a
-    roster: nbgrader's pages showed "None, None") is named by the id: last name the id, first name ``NO_NAME``
-    (nbgrader's pages write "last, first"). Anything else is returned as it came."""
+def _each_record(body: bytes, fix: Callable[[dict], None]) -> bytes:
+    """A formgrader API reply (JSON) with ``fix`` applied to each of its objects, inner ones first; anything that
+    is not JSON is returned as it came."""
     try:
         data = json.loads(body)
     except ValueError:
         return body
 
-    def name(item):
+    def walk(item):
         if isinstance(item, list):
-            return [name(x) for x in item]
+            return [walk(x) for x in item]
         if not isinstance(item, dict):
             return item
-        item = {key: name(value) for key, value in item.items()}
+        item = {key: walk(value) for key, value in item.items()}
+        fix(item)
+        return item
+
+    return json.dumps(walk(data)).encode()
+
+
+def students_named(body: bytes) -> bytes:
+    """A formgrader API reply in which every student without a first and last name (imported without a roster:
+    nbgrader's pages showed "None, None") is named by the id: last name the id, first name ``NO_NAME`` (nbgrader's
+    pages write "last, first")."""
+
+    def name(item: dict) -> None:
         student = item.get("student", item.get("id"))
         if {"first_name", "last_name"} <= item.keys() and not (item["first_name"] or item["last_name"]):
             item["last_name"], item["first_name"] = str(student), NO_NAME
-        return item
 
-    return json.dumps(name(data)).encode()
+    return _each_record(body, name)
+
+
+def released_as_the_course_says(body: bytes, released: set[str]) -> bytes:
+    """A formgrader API reply in which each assignment of ``released`` (released in this course: ``python -m
+    autograder release`` entered it in the gradebook) has the status "released". nbgrader asks its exchange, which
+    a course without a hub has not, so every assignment read "draft", released or not."""
+
+    def status(item: dict) -> None:
+        if {"name", "status", "releaseable"} <= item.keys() and item["name"] in released:
+            item["status"] = "released"
+
+    return _each_record(body, status)
 
 
 class NoncedScripts(jinja2.BaseLoader):

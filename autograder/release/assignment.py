@@ -15,6 +15,7 @@ from autograder.editions.catalogs import START_PAGE
 from autograder.intake import late
 from autograder.release import editions
 from autograder.release.start_page import release_start_page
+from posref import launch
 
 
 def release(assignment: str) -> list[Path]:
@@ -29,15 +30,20 @@ def release(assignment: str) -> list[Path]:
     return written + ([start] if start is not None else [])
 
 
-def release_summary(assignment: str, written: list[Path]) -> str:
-    """What ``release`` did, for the terminal: the files written, the gradebook, and what it left alone."""
+def release_summary(assignment: str, written: list[Path], edition: str = "en") -> str:
+    """What ``release`` did, for the terminal: the files written, the gradebook, and what it left alone: the
+    students' own copies, in the work folder of each edition released (``work/``, ``work-<edition>/``)."""
     lines = [
         f"released {assignment} (entered in the gradebook {course.course_dir() / 'gradebook.db'}); wrote:"
     ]
     lines += [f"  {path}" for path in written]
+    where = ["`make lab` works in the checkout's work/"]
+    if edition != "en":
+        folder = launch.edition(edition).work.name
+        where.append(f"`make lab EDITION={edition}` in {folder}/")
     lines.append(
-        "Students' own copies are not touched: `posref lab` (make lab) works in the checkout's work/ and brings "
-        "a new version there at its next start, beside any notebook the student changed."
+        f"Students' own copies are not touched: {' and '.join(where)}, and each brings a new version there at its "
+        "next start, beside any notebook the student changed."
     )
     return "\n".join(lines)
 

@@ -191,6 +191,8 @@ def test_release_lang_releases_the_edition_and_enters_only_the_english_in_the_gr
     assert done.returncode == 0, done.stdout + done.stderr
     relative = _relative("01_order")
     assert str(tmp_path / "editions" / "zh-TW" / "notebooks" / relative) in done.stdout
+    # and it tells where that edition's students work (issue 42.5): the English work/ and work-zh-TW/
+    assert "`make lab EDITION=zh-TW` in work-zh-TW/" in done.stdout and " work/" in done.stdout, done.stdout
     for part in (relative, "00_start.ipynb"):
         made = json.loads((tmp_path / "editions" / "zh-TW" / "notebooks" / part).read_text())
         assert made == json.loads((EDITIONS_DIR / "zh-TW" / "notebooks" / part).read_text())

@@ -216,3 +216,15 @@ def test_students_without_a_roster_are_named_by_their_id():
     assert (alice["last_name"], alice["first_name"]) == ("Liddell", "Alice")
     assert carol["last_name"] == "carol" and carol["nested"][0]["last_name"] == "x"
     assert lab_server.students_named(b"not json") == b"not json"
+
+
+def test_an_assignment_released_by_the_course_reads_released():
+    """nbgrader asks its exchange whether an assignment is released; a course without one read "draft" for all."""
+    body = json.dumps([
+        {"name": "01_order", "status": "draft", "releaseable": False, "duedate": None},
+        {"name": "02_absolute", "status": "draft", "releaseable": False},
+        {"name": "01_order", "status": "draft"},  # not an assignment's record: left alone
+    ]).encode()  # fmt: skip
+    released, draft, other = json.loads(lab_server.released_as_the_course_says(body, {"01_order"}))
+    assert (released["status"], draft["status"], other["status"]) == ("released", "draft", "draft")
+    assert lab_server.released_as_the_course_says(b"not json", {"01_order"}) == b"not json"

@@ -22,11 +22,28 @@ def test_instructor_lab_command_uses_the_course_configuration(monkeypatch, tmp_p
     monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
     command = instructor_lab.lab_command(["--no-browser"])
     assert f"--ServerApp.root_dir={REPO}" in command
-    assert f"--JupyterApp.config_file={CONFIG}" in command
+    assert not any("config_file" in option for option in command)  # nbgrader finds it on the config path
+    assert instructor_lab.lab_env({})["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(CONFIG.parent)
     assert f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}" in command  # not in the checkout
     assert command[-1] == "--no-browser"
     # the formgrader kept (no student config), JupyterLab's news off
     assert launch.lab_env(instructor_tools=True, env={})["JUPYTER_CONFIG_PATH"] == str(launch.COURSE_CONFIG)
+
+
+def test_nbgraders_extensions_find_the_course_configuration(tmp_path):
+    """Each of nbgrader's server extensions loads ``nbgrader_config.py`` from the folders Jupyter searches (the
+    formgrader's API at every request): the instructor's environment puts the course's there, so none logs "No
+    nbgrader_config.py file found" (issue 42.4) and each gets the course's settings."""
+    assert CONFIG.name == "nbgrader_config.py"
+    code = (
+        "import os; from jupyter_core.paths import jupyter_config_path; from nbgrader.apps import NbGrader\n"
+        "app = NbGrader(); app.config_file_paths.append([os.getcwd(), *jupyter_config_path()])\n"
+        "app.load_config_file(); print('course', app.config.CourseDirectory.course_id)"
+    )
+    env = instructor_lab.lab_env({**os.environ, "POSREF_COURSE_DIR": str(tmp_path)})
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "course posref" in done.stdout and "No nbgrader_config.py" not in done.stderr, done.stderr
 
 
 def test_only_nbgraders_execute_kernels_run_in_grading_mode(tmp_path):

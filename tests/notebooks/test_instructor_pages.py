@@ -394,6 +394,18 @@ def test_every_page_has_the_policy_and_terminals_are_gone(course, server):
         assert refused.value.code in (403, 404), (method, path, refused.value.code)
 
 
+def test_the_instructors_lab_says_what_the_course_did_and_finds_its_configuration(server):
+    """Issue 42.4: 01_order, released by the course's command, reads "released" in Manage Assignments (nbgrader
+    asked its exchange, which this course has not: every assignment read "draft"), the others "draft"; JupyterLab's
+    news pop-up is off; nbgrader's extensions found the course's configuration at every request."""
+    assignments = {a["name"]: a for a in json.loads(server.api("GET", "/formgrader/api/assignments"))}
+    assert assignments[ASSIGNMENT]["status"] == "released", assignments[ASSIGNMENT]
+    assert assignments["02_absolute"]["status"] == "draft", assignments["02_absolute"]
+    page = server.api("GET", "/lab").decode()
+    assert '"@jupyterlab/apputils-extension:announcements"' in page.split('"disabledExtensions"')[1][:3000]
+    assert "No nbgrader_config.py" not in server.log_tail(10**7)
+
+
 def _full_marks(course: Course, student: str) -> None:
     """Every test cell of ``student`` at its points in the gradebook (the written answers wait for a grader)."""
     with Gradebook(f"sqlite:///{course.dir / 'gradebook.db'}") as gb:

@@ -62,6 +62,10 @@ def test_the_activated_venv_runs_the_commands_bare_from_any_folder(tmp_path):
     autograder`` (autograder/README.md's commands) are found as written, from any folder, with nothing else on PATH."""
     section = README.read_text().split("## Other entry points", 1)[1].split("\n## ", 1)[0]
     assert "`source .venv/bin/activate`" in section and "`posref ...`" in section, section
+    instructors = (
+        (REPO / "autograder" / "README.md").read_text().split("## Commands", 1)[1].split("\n| ", 1)[0]
+    )
+    assert "`source .venv/bin/activate`" in instructors, "autograder/README.md does not say where it runs"
     activate = REPO / ".venv" / "bin" / "activate"
     if not activate.is_file():
         pytest.skip(f"no {activate}: made by `make lab` or `make setup`, which this checkout has not run")

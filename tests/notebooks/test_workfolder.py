@@ -200,7 +200,8 @@ def test_the_new_versions_waiting_are_listed_at_the_top_of_the_folder(tmp_path):
         said = workfolder.summary(changes, releases, work)
     page = json.loads((work / workfolder.NEW_VERSIONS).read_text())
     (text,) = [c["source"] for c in page["cells"]]  # one markdown cell
-    assert page["metadata"]["kernelspec"]["name"] == "python3"  # JupyterLab opens it without asking for a kernel
+    # with the course's kernel named, JupyterLab opens it without asking which kernel to start
+    assert page["metadata"]["kernelspec"]["name"] == "python3"
     assert "[01_a/01_a.ipynb](01_a/01_a.ipynb) | [01_a/01_a.new.ipynb](01_a/01_a.new.ipynb)" in text, text
     with i18n.speaking("zh-TW"):
         assert i18n._("New versions of the course are waiting") in text
