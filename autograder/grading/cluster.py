@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,10 +113,9 @@ class LoopbackCluster:
         deadline = time.monotonic() + start_timeout
         while not file.exists() or not file.read_text().strip():
             if self.scheduler.poll() is not None or time.monotonic() > deadline:
+                log = (self.folder / "scheduler.log").read_text()
                 self.stop()
-                raise RuntimeError(
-                    f"the Dask scheduler did not start: {(self.folder / 'scheduler.log').read_text()}"
-                )
+                raise RuntimeError(f"the Dask scheduler did not start: {log}")
             time.sleep(0.1)
         self.address = json.loads(file.read_text())["address"]
         for i in range(1, workers + 1):
@@ -154,6 +154,8 @@ class LoopbackCluster:
         if self._tls is not None:
             self._tls.__exit__(None, None, None)
             self._tls = None
+        # its key, logs and scratch: nothing of it outlives the cluster
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> LoopbackCluster:
         return self
