@@ -18,6 +18,7 @@ import csv
 import grp
 import json
 import os
+import pwd
 import secrets
 import shutil
 import stat
@@ -42,6 +43,7 @@ COMMAND_TIMEOUT = 900  # seconds: a hang guard for one command, never a measure
 class Grader:
     name: str
     uid: int
+    gid: int  # the user's own group
     home: Path  # holds the checkout copy (posref/), the class to import and the course folders
 
     @property
@@ -63,12 +65,12 @@ class Machine:
     def run(self, grader: Grader, *args: str, course: Path, env: dict[str, str] | None = None):
         """``python -m autograder ARGS`` (``python ARGS`` when ARGS start with ``-m`` or ``-c``) as ``grader``, in
         their checkout, with their course folder: the completed process, stdout and stderr as text."""
-        return self.popen(grader, *args, course=course, env=env).communicate_checked()
+        return self.popen(grader, *args, course=course, env=env).finished()
 
     def popen(self, grader: Grader, *args: str, course: Path, env: dict[str, str] | None = None) -> Command:
         command = [sys.executable, *(args if args[0] in ("-m", "-c") else ("-m", "autograder", *args))]
         if os.geteuid() == 0:
-            drop = ["setpriv", f"--reuid={grader.uid}", f"--regid={grader.name}", "--init-groups", "--"]
+            drop = ["setpriv", f"--reuid={grader.uid}", f"--regid={grader.gid}", "--init-groups", "--"]
             command = [*self.prefix, *drop, *command]
         environment = {
             "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(grader.home), "USER": grader.name,
@@ -88,11 +90,13 @@ class Machine:
 
 @dataclass
 class Command:
+    """A command started as ``who``; ``finished()`` waits for it: its exit status, stdout and stderr."""
+
     process: subprocess.Popen
     what: str
     who: str
 
-    def communicate_checked(self):
+    def finished(self) -> subprocess.CompletedProcess:
         out, err = self.process.communicate(timeout=COMMAND_TIMEOUT)
         return subprocess.CompletedProcess(self.what, self.process.returncode, out, err)
 
@@ -151,7 +155,8 @@ def _chown_tree(path: Path, uid: int, gid: int) -> None:
 
 def _make_user(name: str, home: Path, group: str) -> Grader:
     subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--groups", group, name], check=True)
-    return Grader(name, int(subprocess.run(["id", "-u", name], check=True, capture_output=True).stdout), home)
+    user = pwd.getpwnam(name)
+    return Grader(name, user.pw_uid, user.pw_gid, home)
 
 
 @pytest.fixture(scope="module")
@@ -183,8 +188,8 @@ def machine():
                     f"{sys.executable} cannot be run by another user here, and bubblewrap cannot show it"
                 )
         else:
-            made.append(Grader(subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(),
-                               os.geteuid(), base / "me"))  # fmt: skip
+            me = pwd.getpwuid(os.geteuid())
+            made.append(Grader(me.pw_name, me.pw_uid, me.pw_gid, base / "me"))
             made[0].home.mkdir()
             prefix = []
         for grader in made:
@@ -193,7 +198,7 @@ def machine():
             student.mkdir(parents=True)
             shutil.copy(REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", student)
             if os.geteuid() == 0:
-                _chown_tree(grader.home, grader.uid, grader.uid)
+                _chown_tree(grader.home, grader.uid, grader.gid)
         found = Machine(made, base, common, group, prefix)
         mode = found.run(
             made[0],
@@ -235,7 +240,7 @@ def _course_for(machine: Machine, grader: Grader, released: Path, name: str) -> 
     course = grader.home / name
     shutil.copytree(released, course, symlinks=True)
     if os.geteuid() == 0:
-        _chown_tree(course, grader.uid, grader.uid)
+        _chown_tree(course, grader.uid, grader.gid)
     return course
 
 
@@ -249,8 +254,8 @@ def _workflow(machine: Machine, grader: Grader, course: Path) -> dict:
         ("export", ("export", ASSIGNMENT)),
     ]:
         out[step] = machine.run(grader, *args, course=course)
-    with open(course / f"{ASSIGNMENT}-grades.csv", newline="") as f:
-        out["rows"] = list(csv.DictReader(f))
+    written = course / f"{ASSIGNMENT}-grades.csv"
+    out["rows"] = list(csv.DictReader(written.read_text().splitlines())) if written.exists() else []
     return out
 
 
@@ -263,7 +268,7 @@ def _assert_graded_in_full(machine: Machine, out: dict, course: Path) -> Path:
     (row,) = out["rows"]
     assert (row["student"], row["status"], row["reason"]) == (STUDENT, "graded", ""), row
     assert float(row["score"]) == float(row["max_score"]) > 0, row
-    assert (course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").with_suffix(".html").is_file()
+    assert (course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
     autograded = course / "autograded" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert "Score of record" in autograded.read_text()
     record = json.loads((course / "records" / ASSIGNMENT / f"{STUDENT}.json").read_text())
@@ -307,7 +312,7 @@ def test_a_second_instructor_grades_after_and_beside_the_first_on_the_same_machi
     try:
         out = _workflow(machine, b, course)
     finally:
-        beside = again.communicate_checked()
+        beside = again.finished()
     _assert_graded_in_full(machine, out, course)
     assert beside.returncode == 0 and "graded 1 student(s);" in beside.stdout, (
         f"{beside.stdout}\n{beside.stderr}"
@@ -316,8 +321,9 @@ def test_a_second_instructor_grades_after_and_beside_the_first_on_the_same_machi
 
 
 def test_graders_of_one_group_share_a_course(machine, released):
-    """``POSREF_GROUPSHARED=1``: what one grader of the course's group writes, the next one reads and updates
-    (nbgrader's ``groupshared``): the second grades again, writes feedback and the CSV over the first's."""
+    """``POSREF_GROUPSHARED=1``: what one grader of the course's group writes, another reads and updates (nbgrader's
+    ``groupshared``): one releases and imports, the other grades and writes feedback, the first writes feedback and
+    the CSV over it, the second the CSV again; everything in the course is the group's, and the group may write it."""
     a, b = machine.graders[0], _second(machine)
     shared = machine.base / "group-course"
     course, env = shared / "course", {"POSREF_GROUPSHARED": "1"}
