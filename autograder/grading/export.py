@@ -11,15 +11,23 @@ its record.
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
-from autograder.course import course_dir, gradebook, printable, require_assignment, source_dir
+from autograder.course import (
+    course_dir,
+    gradebook,
+    printable,
+    require_assignment,
+    source_dir,
+    student_id_problem,
+)
 from autograder.editions.notebook import EDITIONS, ENGLISH
 from autograder.grading.spreadsheet import write_csv
-from autograder.intake import late, site_users
+from autograder.intake import late, refusals, site_users
 from autograder.intake.submissions import fingerprint
 
 FIELDS = [
@@ -56,12 +64,20 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
     )
     records = course / "records" / assignment
     students |= {p.stem for p in records.glob("*.json")}
-    try:  # the site users of every assignment: a student of the course who handed in nothing of this one too
+    # the site users of every assignment: a student of the course who handed in nothing of this one too (a record
+    # that cannot be read: the site files are not written, and the command says why)
+    try:
         students |= {user["student"] for user in site_users.recorded(course).users.values()}
-    except (
-        ValueError
-    ):  # a record that cannot be read: the site files are not written, and the command says why
+    except ValueError:
         pass
+    try:  # those whose latest import of it was refused, by id, else as import named them
+        refused = {
+            entry["student"] or entry["name"]: entry for entry in refusals.read(course, assignment).values()
+        }
+    except ValueError as err:
+        print(f"warning: {err}", file=sys.stderr)
+        refused = {}
+    students |= set(refused)
     rows = []
     due = late.due_date(assignment)
 
@@ -115,11 +131,16 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
     for student in sorted(students):
         done = len(rows)
         try:  # what is wrong with one student's files is that student's row, never the end of the export
-            rows_of(student)
+            if student_id_problem(student) is None:
+                rows_of(student)
+            else:  # a refused import that came to no student id: only its refusal to show
+                without_score(student, "not submitted", "", {"submitted": "", "hours_late": ""})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             del rows[done:]
             without_score(student, "could not grade", f"its record or submission folder cannot be read "
                           f"({type(err).__name__}: {err}): {again_for(student)}", {"submitted": "", "hours_late": ""})  # fmt: skip
+        if student in refused:
+            _refused(rows[done:], refused[student])
     write_csv(
         csv_path or course_dir() / f"{assignment}-grades.csv",
         FIELDS,
@@ -149,6 +170,19 @@ def export_with_site_files(
     except ValueError as err:
         raise SystemExit(f"wrote {csv_path}, but no course site's grade file: {err}") from None
     return rows, [csv_path, *sites]
+
+
+def _refused(rows: list[dict], refusal: dict) -> None:
+    """A student's rows where their latest import was refused (``intake/refusals.py``): ``could not import`` with
+    why, where nothing of theirs was imported; otherwise the rows of the earlier submission, saying so."""
+    said = f"the import of {refusal['when'][:16].replace('T', ' ')} UTC was refused: {refusal['reason']}"
+    for row in rows:
+        if row["status"] == "not submitted":
+            row.update(status="could not import", reason=said)
+        else:
+            row["reason"] = "; ".join(
+                filter(None, [f"{said}; this row is the earlier submission's", row["reason"]])
+            )
 
 
 def _edition(notebook: dict) -> str:

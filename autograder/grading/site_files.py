@@ -39,7 +39,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.grading.spreadsheet import spreadsheet_safe, write_csv
-from autograder.intake import late, site_users
+from autograder.intake import late, refusals, site_users
 
 CANVAS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Canvas reads a column whose header holds one of these as a total, never as an assignment
@@ -136,6 +136,34 @@ def _canvas_name(student: str, person: dict, site_name: str) -> str:
     return name
 
 
+def _site_users(
+    assignment: str,
+) -> tuple[set[str], dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+    """The sites the course has users of, and per student (as export's rows name them) the Canvas users and this
+    assignment's Moodle participants: (id, name on the site), from the record of site users, else from a refused
+    import of this assignment (its download named the user)."""
+    record = site_users.recorded(course.course_dir())
+    sites: set[str] = set()
+    canvas: dict[str, list[tuple[str, str]]] = {}
+    moodle: dict[str, list[tuple[str, str]]] = {}
+
+    def add(key: str, student: str, name: str) -> None:
+        site, *rest = key.split(" ")
+        sites.add(site)
+        if site == "Canvas":
+            canvas.setdefault(student, []).append((rest[0], name))
+        elif site == "Moodle" and rest[0] == assignment:
+            moodle.setdefault(student, []).append((rest[1], name))
+
+    for key, entry in sorted(record.users.items()):
+        add(key, entry["student"], entry["name"])
+    for entry in refusals.read(course.course_dir(), assignment).values():
+        who = entry["student"] or entry["name"]
+        if entry["site_user"] and entry["site_user"] not in record.users and who not in {**canvas, **moodle}:
+            add(entry["site_user"], who, entry["name"])
+    return sites, canvas, moodle
+
+
 def write(
     assignment: str,
     rows: list[dict],
@@ -145,44 +173,32 @@ def write(
     canvas_column: str | None = None,
     now: datetime | None = None,
 ) -> list[Path]:
-    """``<assignment>-canvas.csv`` and ``<assignment>-moodle.csv`` in ``folder``, each for a site of which the
-    course's record holds a user, one row per student of ``rows`` (per site user where the record gives the
-    student several). Returns the files written."""
+    """``<assignment>-canvas.csv`` and ``<assignment>-moodle.csv`` in ``folder``, each for a site the course has
+    users of, one row per student of ``rows`` (per site user where the record gives the student several).
+    Returns the files written; ValueError where the record of site users or of refused imports cannot be read."""
     now = now or datetime.now(timezone.utc)
-    record = site_users.recorded(course.course_dir())
+    sites, canvas, moodle = _site_users(assignment)
     people = _people()
-    canvas: dict[str, list[tuple[str, str]]] = {}
-    moodle: dict[str, list[tuple[str, str]]] = {}
-    for key, entry in sorted(record.users.items()):
-        site, *rest = key.split(" ")
-        if site == "Canvas":
-            canvas.setdefault(entry["student"], []).append((rest[0], entry["name"]))
-        elif site == "Moodle" and rest[0] == assignment:
-            moodle.setdefault(entry["student"], []).append((rest[1], entry["name"]))
-    sites = {key.split(" ")[0] for key in record.users}
-    written = []
     grades = standings(rows, missing, late.due_date(assignment), now)
+    written = []
     if "Canvas" in sites:
-        column = canvas_column or assignment
-        lines = []
-        for s in grades:
-            for user, name in canvas.get(s.student) or [("", "")]:
-                lines.append([_canvas_name(s.student, people.get(s.student, {}), name), user, "", "", "",
-                              _number(s.grade)])  # fmt: skip
+        lines = [
+            [_canvas_name(g.student, people.get(g.student, {}), name), user, "", "", "", _number(g.grade)]
+            for g in grades
+            for user, name in canvas.get(g.student) or [("", "")]
+        ]
         written.append(folder / f"{assignment}-canvas.csv")
-        write_csv(written[-1], [*CANVAS, column], lines, _field)
+        write_csv(written[-1], [*CANVAS, canvas_column or assignment], lines, _field)
     if "Moodle" in sites:
-        lines = []
         stamp = now.astimezone(timezone.utc).isoformat(timespec="seconds")
-        for s in grades:
-            person = people.get(s.student, {})
-            for user, name in moodle.get(s.student) or [("", "")]:
-                full = (
-                    name or " ".join(p for p in (person.get("first"), person.get("last")) if p) or s.student
-                )
-                status = f"{s.status}: {s.reason}" if s.reason else s.status
-                lines.append([f"{PARTICIPANT}{user}" if user else "", full, person.get("email", ""), status,
-                              _number(s.grade), _number(s.max_score), stamp, s.student])  # fmt: skip
+        lines = []
+        for g in grades:
+            person = people.get(g.student, {})
+            roster_name = " ".join(p for p in (person.get("first"), person.get("last")) if p)
+            status = f"{g.status}: {g.reason}" if g.reason else g.status
+            lines += [[f"{PARTICIPANT}{user}" if user else "", name or roster_name or g.student,
+                       person.get("email", ""), status, _number(g.grade), _number(g.max_score), stamp, g.student]
+                      for user, name in moodle.get(g.student) or [("", "")]]  # fmt: skip
         written.append(folder / f"{assignment}-moodle.csv")
         write_csv(written[-1], MOODLE, lines, _field)
     return written

@@ -3,7 +3,8 @@ and the facts of each submission that the later steps read.
 
 ``submissions.py`` (``python -m autograder import``, and what a submission folder holds: its files, its
 fingerprint), ``unpack.py`` (an archive, within bounds), ``lms.py`` (Canvas and Moodle downloads),
-``site_users.py`` (site user -> student id, across imports), ``late.py`` (hand-in times, due dates).
+``site_users.py`` (site user -> student id, across imports), ``refusals.py`` (what import refused, for
+export), ``late.py`` (hand-in times, due dates).
 
 Imports of the autograder: ``course``.
 """

@@ -32,10 +32,12 @@ from autograder.course import (
     course_dir,
     require_assignment,
     source_dir,
+    student_id_problem,
     submission_dir,
     take_modes,
 )
-from autograder.intake import late, lms, site_users
+from autograder.intake import late, lms, refusals, site_users
+from autograder.intake.refusals import Refusal
 from autograder.intake.unpack import MAX_DEPTH, unpack
 
 MAX_SUBMISSION = (
@@ -157,10 +159,12 @@ def _import_one(source: Path, student: str, assignment: str, when: datetime | No
 
 @dataclass
 class Imported:
-    """What an import did: the students imported, and each one it could not import (label -> why)."""
+    """What an import did: the students imported, and each one it could not import (label -> why; by assignment,
+    as the course's record of refused imports keeps them: ``refusals``)."""
 
     imported: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
+    refusals: dict[str, list[Refusal]] = field(default_factory=dict)
 
 
 def shown(name: str) -> str:
@@ -192,6 +196,7 @@ def import_submissions(
         raise SystemExit(f"nothing to import: {path} does not exist")
     wanted = [assignment] if assignment else assignments()
     out = Imported()
+    taken: dict[str, list[tuple[str, str | None]]] = {}  # assignment -> (student, site user) imported
 
     def is_student(folder: Path) -> bool:
         return any((folder / a).is_dir() for a in wanted) or (
@@ -224,14 +229,17 @@ def import_submissions(
                 broken = [damaged[f] for f, _ in entries[i].files if f in damaged]
                 if broken:
                     refused[i] = f"a file could not be unpacked from the archive: {broken[0]}"
-            ids = {i: s for i, s in ids.items() if i not in refused}
+            chosen, ids = ids, {i: s for i, s in ids.items() if i not in refused}
             root = Path(tmp) / "rearranged"
             root.mkdir()
             refused |= lms.rearrange(entries, ids, assignment, expected, root)
             flags = {ids[i]: e.late for i, e in enumerate(entries) if i in ids}
             users = {ids[i]: entries[i] for i in ids if i not in refused}
             for i, why in refused.items():
-                out.refused[f"{entries[i].name} ({entries[i].lms} {entries[i].user})"] = why
+                label = f"{entries[i].name} ({entries[i].lms} {entries[i].user})"
+                out.refused[label] = why
+                user = site_users.key(entries[i].lms, entries[i].user, assignment)
+                out.refusals.setdefault(assignment, []).append(Refusal(chosen.get(i), user, label, why))
             for line in said:
                 print(line, file=sys.stderr)
         students = [d for d in _folders(root) if is_student(d)]
@@ -262,6 +270,8 @@ def import_submissions(
                 if source is None:
                     continue
                 expected = {p.name for p in (source_dir() / a).glob("*.ipynb")}
+                user = users.get(student)  # a site user's key in the record of site users, from this download
+                key = None if user is None else site_users.key(user.lms, user.user, a)
                 try:
                     if student_dir.is_symlink() or source.is_symlink():
                         raise Refused("its folder is a link: send the folder itself")
@@ -271,16 +281,27 @@ def import_submissions(
                         print(f"{shown(student)}/{a}: its own {name} was left out (the course records the time: "
                               f"{how})", file=sys.stderr)  # fmt: skip
                 except (Refused, OSError) as err:
-                    out.refused[f"{shown(student)}/{a}"] = (
-                        str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {err}"
+                    label, why = (
+                        f"{shown(student)}/{a}",
+                        str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {err}",
+                    )
+                    out.refused[label] = why
+                    valid = student_id_problem(student) is None
+                    out.refusals.setdefault(a, []).append(
+                        Refusal(student if valid else None, key, label, why)
                     )
                     continue
                 _say_when(student, a, when, how)
-                if student in users:  # a site user: the same student id in every later import
-                    entry = users[student]
-                    known.remember(site_users.key(entry.lms, entry.user, a), entry.name, student, a)
+                if key is not None:  # a site user: the same student id in every later import
+                    known.remember(key, user.name, student, a)
+                taken.setdefault(a, []).append((student, key))
                 if student not in out.imported:
                     out.imported.append(student)
+        for a in sorted({*taken, *out.refusals}):  # for export: a row for each refused student
+            try:
+                refusals.update(course_dir(), a, out.refusals.get(a, []), taken.get(a, []))
+            except ValueError as err:
+                print(f"warning: {err}", file=sys.stderr)
         by_case: dict[str, list[str]] = {}
         for student in out.imported:
             by_case.setdefault(student.casefold(), []).append(student)

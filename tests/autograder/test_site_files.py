@@ -29,19 +29,24 @@ LATE_BY = timedelta(hours=30)  # Jane Doe's hand-in, by her Moodle file's time
 NOTEBOOK = "positions.ipynb"
 
 
-def _zip(path: Path, entries: dict[str, datetime], data: bytes) -> Path:
-    """A course site's download: each entry ``data``, at its time as this machine's local time (a DOS time)."""
+def _zip(path: Path, entries: dict[str, tuple[datetime, bytes]]) -> Path:
+    """A course site's download: each entry's bytes, at its time as this machine's local time (a DOS time)."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, when in entries.items():
+        for name, (when, data) in entries.items():
             archive.writestr(zipfile.ZipInfo(name, date_time=when.astimezone().timetuple()[:6]), data)
     return path
+
+
+HUGE = bytes(40 * 2**20)  # a notebook over the bound on one submission (32 MiB): its import is refused
 
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory) -> Path:
     """The demo assignment, due ``DUE``: Canvas users 111 (smithjane, on time) and 222 (weili, LATE), Moodle
     participants 5001 (Jane Doe, ``LATE_BY`` late) and 5002 (Ann Lee, on time), graded with full marks (6
-    points); dave is on the roster and handed in nothing."""
+    points); dave is on the roster and handed in nothing. Refused at import: Canvas 333 (bigfile: a notebook
+    over the bound), then, in a second download, Canvas 444 (another 'smithjane': that id is a roster student's)
+    and weili again (over the bound: her graded submission stays)."""
     base = tmp_path_factory.mktemp("sites")
     course = release_demo(base / "course")
     released = (course / "release" / "positions" / NOTEBOOK).read_bytes()
@@ -53,16 +58,19 @@ def graded_class(tmp_path_factory) -> Path:
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
             gb.update_or_create_assignment("positions", duedate=DUE.replace(tzinfo=None))
             gb.add_student("dave", first_name="Dave", last_name="Null", email="dave@example.org")
-        canvas = {"smithjane_111_1_positions.ipynb": DUE, "weili_LATE_222_2_positions.ipynb": DUE}
-        moodle = {"Jane Doe_5001_assignsubmission_file_/positions.ipynb": DUE + LATE_BY,
-                  "Ann Lee_5002_assignsubmission_file_/positions.ipynb": DUE - timedelta(hours=2)}  # fmt: skip
-        for download in (
-            _zip(base / "canvas.zip", canvas, released),
-            _zip(base / "moodle.zip", moodle, released),
-        ):
+        canvas = {"smithjane_111_1_positions.ipynb": (DUE, released), "weili_LATE_222_2_positions.ipynb": (DUE, released),
+                  "bigfile_333_3_positions.ipynb": (DUE, HUGE)}  # fmt: skip
+        moodle = {"Jane Doe_5001_assignsubmission_file_/positions.ipynb": (DUE + LATE_BY, released),
+                  "Ann Lee_5002_assignsubmission_file_/positions.ipynb": (DUE - timedelta(hours=2), released)}  # fmt: skip
+        for download in (_zip(base / "canvas.zip", canvas), _zip(base / "moodle.zip", moodle)):
             import_submissions(download, "positions")
         for folder in sorted((course / "submitted").glob("*/positions")):
             grade.record_student("positions", folder.parent.name, fingerprint(folder), "source", full_marks())
+        again = {
+            "smithjane_444_4_positions.ipynb": (DUE, released),
+            "weili_222_5_positions.ipynb": (DUE, HUGE),
+        }
+        assert import_submissions(_zip(base / "again.zip", again), "positions").imported == []
     return course
 
 
@@ -155,12 +163,21 @@ def test_each_site_file_is_read_by_its_importers_rules_and_keyed_by_the_recorded
     users = site_users.recorded(course).users
     scores = _csv_grades(course)
     assert scores == {"smithjane": ("6", "graded"), "weili": ("5.94", "graded"), "jane_doe": ("4.2", "graded"),
-                      "ann_lee": ("6", "graded"), "dave": ("", "not submitted")}  # fmt: skip
+                      "ann_lee": ("6", "graded"), "dave": ("", "not submitted"), "bigfile": ("", "could not import"),
+                      "smithjane (Canvas 444)": ("", "could not import")}  # fmt: skip
     column, canvas = read_as_canvas(course / "positions-canvas.csv")
     assert column == "positions"
     by_id = {user_id: grade for user_id, _, grade in canvas if user_id}
-    assert by_id == {user.split()[1]: scores[entry["student"]][0] for user, entry in users.items()
-                     if user.startswith("Canvas ")} == {"111": "6", "222": "5.94"}  # fmt: skip
+    assert (
+        {user_id: by_id[user_id] for user_id in ("111", "222")}
+        == {
+            user.split()[1]: scores[entry["student"]][0]
+            for user, entry in users.items()
+            if user.startswith("Canvas ")
+        }
+        == {"111": "6", "222": "5.94"}
+    )
+    assert (by_id["333"], by_id["444"]) == ("", "")  # refused at import: their download's user ids, no grade
     # the students Canvas knows by no id: by name ("Last, First" from the roster), for its import page to match
     assert sorted((name, grade) for user_id, name, grade in canvas if not user_id) == [
         ("Null, Dave", ""), ("ann_lee", "6"), ("jane_doe", "4.2")
@@ -173,6 +190,7 @@ def test_each_site_file_is_read_by_its_importers_rules_and_keyed_by_the_recorded
     with open(course / "positions-moodle.csv", newline="") as f:
         everyone = {row["Student ID"]: row for row in csv.DictReader(f)}
     assert sorted(everyone) == sorted(scores)  # every student a row, those without an identifier too
+    assert everyone["bigfile"]["Status"].startswith("could not import: the import of ")
     assert (everyone["dave"]["Grade"], everyone["dave"]["Status"]) == ("", "not submitted")
     assert everyone["dave"]["Email address"] == "dave@example.org"
     # the instructor's choice for a student who handed in nothing, once the due date has passed
@@ -217,3 +235,32 @@ def test_what_a_student_controls_is_inert_in_every_site_file(course):
     for i, name in enumerate(HOSTILE):
         assert canvas[f"{900 + i}"] and moodle[f"{9000 + i}"][-1] == f"s{i}", name
     assert canvas["901"] == "s1" and canvas["902"] == "s2"  # never read as Canvas's points or muted row
+
+
+def test_a_student_whose_import_was_refused_has_a_row_saying_why(course):
+    """A notebook over the size bound, or a second site user of a roster student's name, left the student out of
+    the CSV (and so of every site file): import keeps what it refused (refusals/<assignment>.json), export reads it; a
+    student whose earlier submission stays keeps its grade, with the refusal said; a later import clears it."""
+    assert run_command("export", "positions").returncode == 0
+    with open(course / "positions-grades.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    bound = "more than a submission may hold (32 MiB)"
+    assert rows["bigfile"]["status"] == "could not import" and bound in rows["bigfile"]["reason"]
+    assert (
+        "its name as id, 'smithjane', is another roster student's" in rows["smithjane (Canvas 444)"]["reason"]
+    )
+    weili = rows["weili"]
+    assert (weili["status"], weili["score"]) == ("graded", "5.94")
+    assert (
+        weili["reason"].startswith("the import of ")
+        and "this row is the earlier submission's" in weili["reason"]
+    )
+    assert bound in weili["reason"]
+    # handed in again, within the bound: the refusal is gone
+    released = (course / "release" / "positions" / NOTEBOOK).read_bytes()
+    import_submissions(
+        _zip(course.parent / "fixed.zip", {"bigfile_333_6_positions.ipynb": (DUE, released)}), "positions"
+    )
+    assert "bigfile" not in json.loads((course / "refusals" / "positions.json").read_text())["refused"]
+    assert run_command("export", "positions").returncode == 0
+    assert _csv_grades(course)["bigfile"] == ("", "not graded")
