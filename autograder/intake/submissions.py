@@ -288,7 +288,7 @@ def import_submissions(
                     out.refused[label] = why
                     valid = student_id_problem(student) is None
                     out.refusals.setdefault(a, []).append(
-                        Refusal(student if valid else None, key, label, why)
+                        Refusal(student if valid else None, key, shown(student), why)
                     )
                     continue
                 _say_when(student, a, when, how)

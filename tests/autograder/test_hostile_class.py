@@ -286,6 +286,18 @@ def test_import_refuses_each_bad_submission_with_its_reason_and_imports_everyone
             "xfolder",
             "xbig",
         ]
+    # and each has a row in the export, saying why (an import refused left its student out of the CSV)
+    rows = _rows(course)
+    for student, reason in [
+        ("huge", "more than a submission may hold"),
+        ("padded", "it holds more than 32 MiB"),
+        ("crc", "damaged"),
+        ("ａｌｉｃｅ", "not in Unicode's NFKC form"),
+        ("Li Wei (Moodle 333)", "fits more than one roster student"),
+        ("Evil Path (Moodle 555)", "'../../x' is not a student id"),
+    ]:
+        assert (rows[student]["status"], rows[student]["score"]) == ("could not import", ""), rows[student]
+        assert reason in rows[student]["reason"], rows[student]
 
 
 def test_a_zip_bomb_is_refused_before_anything_is_written(hostile_class):
@@ -414,7 +426,8 @@ def test_an_answer_too_deep_to_parse_costs_its_function_only_and_the_classmate_a
     assert cells["test_sinusoidal_pe"]["score"] == 0
     assert "cannot be read by the grader" in cells["test_sinusoidal_pe"]["message"]
     assert cells["test_apply_rope"]["score"] == 3 and cells["test_apply_rope_speed"]["score"] == 1
-    assert sorted(rows)[-1] == "zoe" and rows["zoe"]["score"] == "6"
+    graded = sorted(student for student, row in rows.items() if row["status"] != "could not import")
+    assert graded[-1] == "zoe" and rows["zoe"]["score"] == "6"
 
 
 def test_the_csv_opens_anywhere_and_no_cell_is_a_formula(hostile_class):
