@@ -8,6 +8,7 @@
     python -m autograder feedback ASSIGNMENT
     python -m autograder export ASSIGNMENT [--csv FILE] [--missing-grade empty|0] [--canvas-column TITLE]
                                    (and the Canvas and Moodle grade files of the course's site users)
+    python -m autograder extend STUDENT ASSIGNMENT --hours N   (an extension: the late penalty counted from its end)
     python -m autograder demo [--workers N]
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
     python -m autograder editions update        (the catalogs merged with solutions/: what translators must redo)
@@ -97,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the Canvas file's assignment column, as Canvas's gradebook export names it ('Title (id)'); "
         "default: the assignment's name",
     )
+    p = sub.add_parser("extend", help="more time for one student on one assignment (0 hours: none)")
+    p.add_argument("student")
+    p.add_argument("assignment")
+    p.add_argument("--hours", type=float, required=True, help="hours after the assignment's due date")
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)
     p = sub.add_parser(
@@ -174,6 +179,10 @@ def main(argv: list[str] | None = None) -> None:
         if failed:
             names = course.printable(", ".join(failed))
             raise SystemExit(f"could not grade {len(failed)} student(s): {names} (the reason column)")
+    elif args.command == "extend":
+        from autograder.grading.penalty import extend
+
+        print("\n".join(course.printable(line) for line in extend(args.student, args.assignment, args.hours)))
     elif args.command == "demo":
         from autograder.demo.run import demo
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import nbformat
@@ -26,8 +26,9 @@ from autograder.course import (
     student_id_problem,
 )
 from autograder.editions.notebook import EDITIONS, ENGLISH
+from autograder.grading import penalty
 from autograder.grading.spreadsheet import write_csv
-from autograder.intake import late, refusals, site_users
+from autograder.intake import extensions, late, refusals, site_users
 from autograder.intake.submissions import fingerprint
 
 FIELDS = [
@@ -38,58 +39,69 @@ FIELDS = [
     "max_score",
     "late_penalty",
     "submitted",
+    "extension_hours",
     "hours_late",
     "status",
     "reason",
 ]
 
 
+def _students(course: Path, assignment: str, refused: dict[str, dict]) -> set[str]:
+    """Every student the course knows: the gradebook's, those with a folder in ``submitted/`` or a record of the
+    assignment, the record of site users' (a student who handed in nothing of this assignment too; a record that
+    cannot be read: the site files are not written, and the command says why), and those whose latest import of it
+    was refused (``refused``: by id, else as import named them)."""
+    with gradebook() as gb:
+        students = {s.id for s in gb.students}
+    submitted = course / "submitted"
+    if submitted.is_dir():
+        students |= {p.name for p in submitted.iterdir() if p.is_dir() and p.name[:1] != "."}
+    students |= {p.stem for p in (course / "records" / assignment).glob("*.json")}
+    try:
+        students |= {user["student"] for user in site_users.recorded(course).users.values()}
+    except ValueError:
+        pass
+    return students | set(refused)
+
+
 def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
-    """One row per student and notebook: score (empty unless graded), status and reason. The students are those
-    of the gradebook and of ``submitted/``; status ``not submitted`` for one without this assignment, ``not
-    graded`` for a submission imported but not (or not since) autograded."""
+    """One row per student and notebook: score (empty unless graded), status and reason, for every student the
+    course knows (``_students``); status ``not submitted`` for one without this assignment, ``not graded`` for a
+    submission imported but not (or not since) autograded, ``could not import`` for one whose import was refused.
+    Hours late are counted from each student's due date (their extension, ``extension_hours``, included); a record
+    whose penalty was counted against another due date is counted again first (``penalty.reassess``)."""
     require_assignment(assignment)
     course = course_dir()
     points = {
         nb.name: sum(float(_cell_points(c)) for c in nbformat.read(nb, as_version=4).cells)
         for nb in sorted((source_dir() / assignment).glob("*.ipynb"))
     }
-    with gradebook() as gb:
-        students = {s.id for s in gb.students}
-    submitted = course / "submitted"
-    students |= (
-        {p.name for p in submitted.iterdir() if p.is_dir() and p.name[:1] != "."}
-        if submitted.is_dir()
-        else set()
-    )
-    records = course / "records" / assignment
-    students |= {p.stem for p in records.glob("*.json")}
-    # the site users of every assignment: a student of the course who handed in nothing of this one too (a record
-    # that cannot be read: the site files are not written, and the command says why)
     try:
-        students |= {user["student"] for user in site_users.recorded(course).users.values()}
-    except ValueError:
-        pass
-    try:  # those whose latest import of it was refused, by id, else as import named them
-        refused = {
-            entry["student"] or entry["name"]: entry for entry in refusals.read(course, assignment).values()
-        }
+        refused = {e["student"] or e["name"]: e for e in refusals.read(course, assignment).values()}
     except ValueError as err:
         print(f"warning: {err}", file=sys.stderr)
         refused = {}
-    students |= set(refused)
+    try:
+        extended = {
+            s: timedelta(hours=e["hours"]) for s, e in extensions.read(course).get(assignment, {}).items()
+        }
+    except ValueError as err:
+        raise SystemExit(f"{err}; nothing exported (every hour late depends on it)") from None
+    submitted, records = course / "submitted", course / "records" / assignment
     rows = []
     due = late.due_date(assignment)
 
-    def when(folder: Path, data: dict | None = None) -> dict:
-        """The submission's time and hours late: the record's (what was graded), else the folder's."""
+    def when(student: str, folder: Path | None = None, data: dict | None = None) -> dict:
+        """The submission's time, the student's extension and hours late: the record's time (what was graded),
+        else the folder's."""
         if data is not None and "submitted" in data:
-            submitted = None if data["submitted"] is None else datetime.fromisoformat(data["submitted"])
+            handed_in = None if data["submitted"] is None else datetime.fromisoformat(data["submitted"])
         else:
-            submitted = late.read_timestamp(folder) if folder.is_dir() else None
-        hours = late.seconds_late(submitted, due) / 3600
-        return {"submitted": "" if submitted is None else f"{submitted:%Y-%m-%d %H:%M:%S} UTC",
-                "hours_late": f"{hours:.2f}" if hours else ""}  # fmt: skip
+            handed_in = late.read_timestamp(folder) if folder is not None and folder.is_dir() else None
+        hours = late.seconds_late(handed_in, extensions.due_for(due, extended.get(student))) / 3600
+        extra = extended[student].total_seconds() / 3600 if student in extended else 0
+        return {"submitted": "" if handed_in is None else f"{handed_in:%Y-%m-%d %H:%M:%S} UTC",
+                "extension_hours": f"{extra:g}" if extra else "", "hours_late": f"{hours:.2f}" if hours else ""}  # fmt: skip
 
     def again_for(student: str) -> str:
         return f"run `python -m autograder autograde {assignment} --student {student}`"
@@ -104,15 +116,21 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
         again = again_for(student)
         if not path.exists():
             if folder.is_dir():
-                without_score(student, "not graded", f"imported, not autograded yet: {again}", when(folder))
+                without_score(
+                    student, "not graded", f"imported, not autograded yet: {again}", when(student, folder)
+                )
             else:
-                without_score(student, "not submitted", "", when(folder))
+                without_score(student, "not submitted", "", when(student, folder))
             return
         data = json.loads(path.read_text())
         if folder.is_dir() and data.get("submission") not in (None, fingerprint(folder)):
-            without_score(student, "not graded", f"imported again after it was graded: {again}", when(folder))
+            without_score(
+                student, "not graded", f"imported again after it was graded: {again}", when(student, folder)
+            )
             return
-        time = when(folder, data)
+        if penalty.outdated(data, extensions.due_for(due, extended.get(student)), extended.get(student)):
+            data = penalty.reassess(assignment, student)[1]  # an extension edited by hand, a due date moved
+        time = when(student, folder, data)
         if data.get("error"):
             what = "" if data.get("error_in") == "submission" else "grader error: "
             rows.append({"student": data["student"], "notebook": "", "edition": "", "score": "", "max_score": "",
@@ -120,31 +138,29 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
                          "reason": f"{what}{data['error']}"})  # fmt: skip
         for nb in data["notebooks"]:
             problems = "; ".join(nb["problems"])
-            penalty = nb.get("late_penalty") or 0.0
+            taken = nb.get("late_penalty") or 0.0
             rows.append({
                 "student": data["student"], "notebook": nb["notebook"], "edition": _edition(nb),
-                "score": "" if nb["score"] is None else f"{nb['score'] - penalty:g}",
-                "max_score": f"{nb['max_score']:g}", "late_penalty": f"{penalty:g}" if penalty else "", **time,
+                "score": "" if nb["score"] is None else f"{nb['score'] - taken:g}",
+                "max_score": f"{nb['max_score']:g}", "late_penalty": f"{taken:g}" if taken else "", **time,
                 "status": nb["status"], "reason": nb["reason"] or problems,
             })  # fmt: skip
 
-    for student in sorted(students):
+    for student in sorted(_students(course, assignment, refused)):
         done = len(rows)
         try:  # what is wrong with one student's files is that student's row, never the end of the export
             if student_id_problem(student) is None:
                 rows_of(student)
             else:  # a refused import that came to no student id: only its refusal to show
-                without_score(student, "not submitted", "", {"submitted": "", "hours_late": ""})
+                without_score(student, "not submitted", "", when(student))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             del rows[done:]
             without_score(student, "could not grade", f"its record or submission folder cannot be read "
-                          f"({type(err).__name__}: {err}): {again_for(student)}", {"submitted": "", "hours_late": ""})  # fmt: skip
+                          f"({type(err).__name__}: {err}): {again_for(student)}", when(student))  # fmt: skip
         if student in refused:
             _refused(rows[done:], refused[student])
     write_csv(
-        csv_path or course_dir() / f"{assignment}-grades.csv",
-        FIELDS,
-        [[row[k] for k in FIELDS] for row in rows],
+        csv_path or course / f"{assignment}-grades.csv", FIELDS, [[row[k] for k in FIELDS] for row in rows]
     )
     return rows
 

@@ -33,13 +33,14 @@ assignment.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from autograder import course
 from autograder.grading.spreadsheet import spreadsheet_safe, write_csv
-from autograder.intake import late, refusals, site_users
+from autograder.intake import extensions, late, refusals, site_users
 
 CANVAS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Canvas reads a column whose header holds one of these as a total, never as an assignment
@@ -64,10 +65,13 @@ class Standing:
     reason: str
 
 
-def standings(rows: list[dict], missing: str, due: datetime | None, now: datetime) -> list[Standing]:
+def standings(
+    rows: list[dict], missing: str, due_of: Callable[[str], datetime | None], now: datetime
+) -> list[Standing]:
     """Per student of ``export``'s rows: the sum of the notebooks' scores (the late penalty taken off) when every
-    notebook is graded; ``MISSING[missing]`` when none was handed in and the student's due date has passed (or
-    there is none); otherwise no grade (could not grade, not graded yet, refused at import: never a 0)."""
+    notebook is graded; ``MISSING[missing]`` when none was handed in and the student's due date (``due_of``, their
+    extension included) has passed, or there is none; otherwise no grade (could not grade, not graded yet, refused
+    at import: never a 0)."""
     by_student: dict[str, list[dict]] = {}
     for row in rows:
         by_student.setdefault(row["student"], []).append(row)
@@ -80,6 +84,7 @@ def standings(rows: list[dict], missing: str, due: datetime | None, now: datetim
         if statuses == ["graded"]:
             grade = sum(float(r["score"]) for r in own)
         elif statuses == ["not submitted"]:
+            due = due_of(student)
             if due is not None and now < due:
                 reason = f"due {due:%Y-%m-%d %H:%M} UTC: not yet"
             else:
@@ -179,7 +184,13 @@ def write(
     now = now or datetime.now(timezone.utc)
     sites, canvas, moodle = _site_users(assignment)
     people = _people()
-    grades = standings(rows, missing, late.due_date(assignment), now)
+    due, extended = late.due_date(assignment), extensions.read(course.course_dir()).get(assignment, {})
+    grades = standings(
+        rows,
+        missing,
+        lambda s: extensions.due_for(due, timedelta(hours=extended.get(s, {}).get("hours", 0))),
+        now,
+    )
     written = []
     if "Canvas" in sites:
         lines = [

@@ -4,7 +4,8 @@ and the facts of each submission that the later steps read.
 ``submissions.py`` (``python -m autograder import``, and what a submission folder holds: its files, its
 fingerprint), ``unpack.py`` (an archive, within bounds), ``lms.py`` (Canvas and Moodle downloads),
 ``site_users.py`` (site user -> student id, across imports), ``refusals.py`` (what import refused, for
-export), ``late.py`` (hand-in times, due dates).
+export), ``late.py`` (hand-in times, due dates), ``extensions.py`` (a student's extension, the instructor's
+file).
 
 Imports of the autograder: ``course``.
 """

@@ -24,6 +24,8 @@ from autograder.grading import grade
 from autograder.intake import site_users
 from autograder.intake.submissions import fingerprint, import_submissions
 
+pytestmark = pytest.mark.slow  # the class is released and graded once for the file: about 15 s
+
 DUE = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
 LATE_BY = timedelta(hours=30)  # Jane Doe's hand-in, by her Moodle file's time
 NOTEBOOK = "positions.ipynb"
@@ -264,3 +266,85 @@ def test_a_student_whose_import_was_refused_has_a_row_saying_why(course):
     assert "bigfile" not in json.loads((course / "refusals" / "positions.json").read_text())["refused"]
     assert run_command("export", "positions").returncode == 0
     assert _csv_grades(course)["bigfile"] == ("", "not graded")
+
+
+def _penalty(course: Path, student: str) -> tuple[float | None, float | None, timedelta | None]:
+    """The record's late penalty, and the gradebook's with the extension nbgrader counts it from."""
+    from nbgrader.api import Gradebook
+
+    (nb,) = json.loads((course / "records" / "positions" / f"{student}.json").read_text())["notebooks"]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        stored = gb.find_submission_notebook("positions", "positions", student).late_submission_penalty
+        extension = gb.find_submission("positions", student).extension
+    return nb["late_penalty"], stored, extension
+
+
+def test_an_extension_takes_the_penalty_away_inside_it_and_counts_it_from_its_end_after(course):
+    """A student granted more time had no way to get it but a hand-edited timestamp. `extend` keeps it in the
+    course's extensions.json; the penalty is 0 inside the extension and counted from its end after, in the record
+    and the gradebook at once (nothing graded again), and export shows it. Jane Doe handed in 30 h late: 6 points,
+    1% per started hour."""
+    assert _penalty(course, "jane_doe") == (pytest.approx(1.8), pytest.approx(1.8), None)
+    for hours, late_hours, left in [(40, "", 6), (20, "10.00", 6 - 0.6)]:
+        done = run_command("extend", "jane_doe", "positions", "--hours", str(hours))
+        assert done.returncode == 0, done.stderr
+        assert (
+            f"jane_doe: positions due {DUE + timedelta(hours=hours):%Y-%m-%d %H:%M} UTC ({hours} h after"
+            in done.stdout
+        )
+        assert "without grading it again" in done.stdout
+        penalty = 6 - left or None
+        assert _penalty(course, "jane_doe") == (
+            pytest.approx(penalty),
+            pytest.approx(penalty),
+            timedelta(hours=hours),
+        )
+        assert run_command("export", "positions").returncode == 0
+        with open(course / "positions-grades.csv", newline="") as f:
+            row = {r["student"]: r for r in csv.DictReader(f)}["jane_doe"]
+        assert (row["extension_hours"], row["hours_late"], float(row["score"])) == (
+            str(hours),
+            late_hours,
+            pytest.approx(left),
+        )
+        (moodle,) = [
+            grade for pid, grade, _, _ in read_as_moodle(course / "positions-moodle.csv") if pid == "5001"
+        ]
+        assert float(moodle) == pytest.approx(left)
+    # an extension edited by hand: export counts the penalty again (0.5 h late: one started hour)
+    extensions = course / "extensions.json"
+    data = json.loads(extensions.read_text())
+    data["extensions"]["positions"]["jane_doe"]["hours"] = 29.5
+    extensions.write_text(json.dumps(data))
+    assert run_command("export", "positions").returncode == 0
+    assert _csv_grades(course)["jane_doe"] == ("5.94", "graded")
+    assert _penalty(course, "jane_doe")[:2] == (pytest.approx(0.06), pytest.approx(0.06))
+    # grading again counts from the extension too; taking it back restores the whole penalty
+    folder = course / "submitted" / "jane_doe" / "positions"
+    grade.record_student("positions", "jane_doe", fingerprint(folder), "source", full_marks())
+    assert _penalty(course, "jane_doe") == (pytest.approx(0.06), pytest.approx(0.06), timedelta(hours=29.5))
+    assert run_command("extend", "jane_doe", "positions", "--hours", "0").returncode == 0
+    assert _penalty(course, "jane_doe") == (pytest.approx(1.8), pytest.approx(1.8), None)
+    assert "jane_doe" not in json.loads(extensions.read_text())["extensions"].get("positions", {})
+
+
+def test_an_extension_still_running_is_no_missing_grade_and_a_bad_one_is_refused(course):
+    """dave handed in nothing: with --missing-grade 0 he gets 0 once his due date has passed, not while his
+    extension runs; extend refuses what is not an extension, and writes nothing then."""
+    done = run_command("extend", "dave", "positions", "--hours", "3000")
+    assert done.returncode == 0 and "no graded record yet" in done.stdout, done.stderr
+    assert run_command("export", "positions", "--missing-grade", "0").returncode == 0
+    with open(course / "positions-moodle.csv", newline="") as f:
+        dave = {row["Student ID"]: row for row in csv.DictReader(f)}["dave"]
+    assert dave["Grade"] == "" and dave["Status"].startswith("not submitted: due 2027-")
+    before = (course / "extensions.json").read_text()
+    for args, message in [
+        (("dave", "positions", "--hours", "-1"), "not from 0 to"),
+        (("dave", "positions", "--hours", "nan"), "not a number of hours"),
+        (("dave", "positions", "--hours", "100000"), "not from 0 to"),
+        (("../dave", "positions", "--hours", "1"), "is not a student id"),
+        (("dave", "positionz", "--hours", "1"), "no assignment 'positionz'"),
+    ]:
+        done = run_command("extend", *args)
+        assert done.returncode == 1 and message in done.stderr, (args, done.stderr)
+    assert (course / "extensions.json").read_text() == before
