@@ -79,6 +79,8 @@ def update(
     user key, None outside a site's download) cleared, and ``refused`` added, each replacing an earlier one of
     the same key. Holds a lock on the course's refusals while it reads and writes."""
     path = _path(course, assignment)
+    if not refused and not path.exists():  # nothing refused, now or before: no file to keep
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f".{assignment}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -87,8 +89,6 @@ def update(
         entries = {k: e for k, e in entries.items() if not taken & {k, e["student"], e["site_user"]}}
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
         entries |= {r.key: {**asdict(r), "when": when} for r in refused}
-        if not entries and not path.exists():
-            return
         new = path.with_name(f".{path.name}.new")
         new.write_text(
             json.dumps({"version": VERSION, "refused": entries}, indent=1, ensure_ascii=False), "utf-8"
