@@ -16,8 +16,8 @@ Each file follows what its site's importer reads (the importer's code, named bel
 - Moodle (``mod/assign/feedback/offline/importgradeslib.php`` and ``locallib.php``, the columns as
   ``mod/assign/gradingtable.php`` downloads them, the headers ``mod/assign/lang/en/assign.php``'s): the uploader
   needs the columns "Identifier", "Grade" and "Last modified (grade)" by these exact names (the strings of the
-  language Moodle speaks to the instructor who uploads), reads every other column as nothing but a feedback
-  plugin's ("Feedback comments": left out, since an empty one would erase a comment Moodle has), and refuses
+  language Moodle speaks to the instructor who uploads), of the other columns only those named as a feedback
+  plugin's field ("Feedback comments": left out, since an empty one would erase a comment Moodle has), and refuses
   the whole file when a row has more or fewer fields than the header. The identifier is "Participant " and the
   participant id that Moodle draws per assignment (the download's folder names carry it); a row with none is
   skipped. A grade is skipped when empty, unchanged, above the assignment's maximum, or older than the grade
