@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from posref import i18n
 from posref.lab.checkpoints import add_train_checkpoints
+from posref.lab.seeds import add_seed_records
 from posref.lab.tasks import DATA_DIR
 from posref.launch import add_explore, add_lab, add_update
 
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_inspect(subparsers)
     add_train_checkpoints(subparsers)
+    add_seed_records(subparsers)
     add_lab(subparsers)
     add_update(subparsers)
     add_explore(subparsers)

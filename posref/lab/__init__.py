@@ -9,7 +9,9 @@ evaluated long.
 * ``train``: the training loop (``from posref.lab.train import TrainConfig, train``; not re-exported here, so
   that loading a model never imports training);
 * ``evaluate``: loss and accuracy per position and per evaluation length;
-* ``checkpoints``: the shipped models, ``posref train-checkpoints`` retrains them.
+* ``checkpoints``: the shipped models, ``posref train-checkpoints`` retrains them;
+* ``experiments``: notebooks 07b and 08's experiments (the toy's scaling family, a fine-tune at length, DroPE's
+  recalibration, LongRoPE's objective), which ``seeds`` repeats over training seeds (``posref seed-records``).
 
 The lab imports the core (``posref.absolute``, ``posref.relative``, ``posref.rope``), never the reverse.
 """
