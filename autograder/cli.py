@@ -4,7 +4,7 @@
     python -m autograder import PATH [--assignment ASSIGNMENT] [--timestamp TIME] [--roster CSV]
                                    (a folder, an archive, or a Canvas or Moodle "download all submissions" zip)
     python -m autograder autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--student ID ... | --regrade]
-                                   [--cell-timeout S] [--notebook-timeout S]
+                                   [--cell-timeout S] [--notebook-timeout S] [--trusted-class]
     python -m autograder feedback ASSIGNMENT
     python -m autograder export ASSIGNMENT [--csv FILE] [--missing-grade empty|0] [--canvas-column TITLE]
                                    (and the Canvas and Moodle grade files of the course's site users)
@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds for each answer cell and call")
     p.add_argument(
+        "--trusted-class",
+        action="store_true",
+        help="grade even where the sandbox cannot start (resource limits only): for a class whose code you trust",
+    )
+    p.add_argument(
         "--notebook-timeout",
         type=float,
         default=course.NOTEBOOK_TIMEOUT,
@@ -148,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
                 regrade=args.regrade,
                 cell_timeout=args.cell_timeout,
                 notebook_timeout=args.notebook_timeout,
+                trusted=args.trusted_class,
             ),
         )
         raise SystemExit(status)

@@ -152,13 +152,15 @@ class _Children:
         sandbox = sandbox or self.sandbox
         command, cwd, python_path = sandbox.python_command(self.scratch)
         server = sandbox.fork_server() if fork else None
-        group = sandbox.memory.make()
-        launch = functools.partial(server.fork, join=group and group.add) if server is not None else None
+        groups = sandbox.groups()
+        launch = functools.partial(server.fork, join=groups.add) if server is not None else None
+        cpu_clock = groups.cpu.seconds if groups.cpu is not None else None
         try:
             return Child(command, cells, env=sandbox.env(), cwd=cwd, python_path=python_path,
-                         preexec_fn=functools.partial(sandbox.set_limits, group), cell_timeout=self.timeout,
+                         preexec_fn=functools.partial(sandbox.set_limits, groups), cell_timeout=self.timeout,
                          call_timeout=self.timeout, log_path=str(self.scratch.parent / "child.log"),
-                         deadline=deadline, files=files, on_close=group and group.remove, launch=launch)  # fmt: skip
+                         deadline=deadline, files=files, on_close=groups.remove, launch=launch,
+                         cpu_clock=cpu_clock)  # fmt: skip
         except ServerGone:  # a server that a child of an earlier student ended: start this one afresh
             return self._start(cells, deadline, files, fork=False, sandbox=sandbox)
 
@@ -322,6 +324,8 @@ def _grade_notebook(
         )
         submitted_nb = nbformat.v4.new_notebook()
     program, tests = _program(source_nb, submitted_nb)
+    if sandbox.refusal is not None and record.status == "graded":  # no student code runs without the sandbox
+        record.status, record.reason = "could not grade", sandbox.refusal
     if record.status != "graded":
         record.cells = [
             CellResult(_meta(c).get("grade_id", "?"), float(_meta(c).get("points", 0)), 0.0) for c in tests

@@ -17,12 +17,18 @@ Student ids: a roster (nbgrader's student CSV, ``id,first_name,last_name,email``
 column with the Canvas user id), else the students of the gradebook, matched on the Canvas user id or on the
 name; a student matched by neither gets the name as id (Canvas's squashed name, Moodle's full name in lower case
 with ``_`` between words), and import says so. Before all that, the course's record of site users
-(``site_users.py``): a user it holds keeps the id it gives them, and a conflict with it is refused.
+(``site_users.py``): a user it holds keeps the id it gives them, and a conflict with it is refused. A roster in which
+two rows give one course-site id or one student id (a row copied and half edited), or two ids that look alike, is
+refused whole, naming both rows. An id that looks like another student's (the roster's, the record's, or another
+of the same download) is refused where the two differ in their scripts (``smithјane`` with a Cyrillic ``ј`` beside
+``smithjane``: two students whose rows read the same) and flagged where they do not (``srnith`` beside ``smith``):
+two ids look alike when their confusable skeletons, Unicode's UTS #39 (through ICU's ``SpoofChecker``), are one.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import re
 import shutil
 import unicodedata
@@ -94,6 +100,47 @@ def read_layout(root: Path) -> list[Entry]:
     return list(entries.values())
 
 
+@functools.cache
+def _skeleton(text: str) -> str:
+    """``text``'s confusable skeleton (UTS #39): two strings that look alike have the same one."""
+    return _spoof_checker().getSkeleton(0, text)
+
+
+@functools.cache
+def _spoof_checker():
+    try:
+        import icu
+    except ImportError:  # refused rather than unchecked
+        raise SystemExit(
+            "checking student ids for look-alikes needs PyICU (ICU's Unicode confusables, UTS #39): install it "
+            "(make setup does; it builds against ICU: Debian's libicu-dev and pkg-config), then import again"
+        ) from None
+    return icu.SpoofChecker()
+
+
+def _scripts(text: str) -> set[str]:
+    """The scripts of ``text``'s letters (Common and Inherited, digits and signs, left out)."""
+    import icu
+
+    names = {icu.Script.getScript(c).getName() for c in text}
+    return names - {"Common", "Inherited"}
+
+
+def _alike(student: str, others: set[str]) -> str | None:
+    """One of ``others`` (another id) that looks like ``student``, or None."""
+    skeleton = _skeleton(student)
+    return next((o for o in sorted(others) if o != student and _skeleton(o) == skeleton), None)
+
+
+def _differs(student: str, other: str) -> str:
+    """What makes ``student`` another id than ``other`` that looks the same: its letters of other scripts, named."""
+    own = _scripts(other)
+    strange = [c for c in dict.fromkeys(student) if _scripts(c) - own] or [
+        c for c in student if c not in other
+    ]
+    return ", ".join(f"{c!r} U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in strange[:4])
+
+
 def read_roster(path: Path | None) -> list[dict]:
     """The roster's rows (nbgrader's student CSV: ``id`` required, ``first_name``, ``last_name``, ``email``,
     ``lms_id`` optional), else the gradebook's students."""
@@ -116,7 +163,35 @@ def read_roster(path: Path | None) -> list[dict]:
             f"the roster {path} has no 'id' column: its header must name id (the student id of the course) and "
             f"first_name, last_name (to match names) or lms_id (the Canvas user id); it has {list(rows[0]) if rows else 'no rows'}"
         )
+    seen: dict[tuple[str, str], int] = {}  # (column, value) -> the line of the row that gave it first
+    for line, row in enumerate(rows, start=2):  # the header is line 1
+        for column in ("lms_id", "id"):
+            value = (row.get(column) or "").strip()
+            first = seen.setdefault((column, value), line) if value else line
+            if first != line:
+                raise SystemExit(
+                    f"the roster {path}: lines {first} and {line} both give the {'course-site id' if column == 'lms_id' else 'student id'} "
+                    f"{value!r} ({_row(rows[first - 2])}; {_row(row)}): one site user is one student; correct the "
+                    "roster (a row copied and not edited?) and import again; nothing was imported"
+                )
+    ids = {(row.get("id") or "").strip(): line for line, row in enumerate(rows, start=2)}
+    for student, line in ids.items():
+        other = _alike(student, set(ids))
+        if other is not None and _scripts(student) != _scripts(other) and ids[other] < line:
+            raise SystemExit(
+                f"the roster {path}: the student id {student!r} on line {line} looks like {other!r} on line "
+                f"{ids[other]} ({_differs(student, other)}): two students whose rows read the same; correct the "
+                "roster and import again; nothing was imported"
+            )
     return rows
+
+
+def _row(row: dict) -> str:
+    return ", ".join(
+        f"{k}={(v or '').strip()!r}"
+        for k, v in row.items()
+        if k in ("id", "first_name", "last_name", "lms_id")
+    )
 
 
 def student_ids(
@@ -193,6 +268,19 @@ def student_ids(
         if problem is not None:
             refused[i] = f"{who}: {problem}"
             continue
+        taken = roster_ids | {e["student"] for e in known.users.values()} | set(ids.values())
+        other = _alike(found, taken)
+        if other is not None and _scripts(found) != _scripts(other):
+            refused[i] = (
+                f"{who} would be {found!r}, which looks like the student id {other!r} but is another "
+                f"({_differs(found, other)}): two students whose rows would read the same; if this is a student of "
+                "their own, give them an id in the roster (id and lms_id)"
+            )
+            continue
+        if other is not None:
+            said.append(
+                f"{who} is {found!r}, which looks like the student id {other!r}: check they are two students"
+            )
         ids[i] = found
     for i, student in list(ids.items()):
         others = [j for j, s in ids.items() if s == student and j != i]

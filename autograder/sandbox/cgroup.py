@@ -1,4 +1,4 @@
-"""One memory cgroup per child: a bound on ALL the memory a child and everything it starts hold.
+"""Cgroups per child: a bound on ALL the memory a child and everything it starts hold, and the CPU time they use.
 
 The address-space limit (``RLIMIT_AS``) is per process and counts mappings only: pages of a tmpfs file, an
 anonymous file (memfd) or a shared-memory segment outlive their mapping, and 64 processes may each map the
@@ -11,6 +11,13 @@ machines and CI); the child's group is made under the grader's own memory cgroup
 limits the machine already puts on the grader. Elsewhere (an instructor's account without root, a cgroup v2
 machine) ``MemoryGroups.problem`` says why there is none, and the sandbox reports that memory is bounded per
 process only (address space, size-limited tmpfs, and no memfd or System V shared memory: ``seccomp.py``).
+
+A CPU group (``CpuGroups``) counts the CPU time of every process that was ever in it, living or reaped: what a timed
+round is charged (``posref.grading.child.remote.Child.cpu_seconds``), which no helper process that ends with the
+round can take away. It is the v1 ``cpuacct`` controller's group (``cpuacct.usage``) where the grader can make one
+there (root, as on this course's machines and CI), else a group of the v2 hierarchy (``cpu.stat``'s ``usage_usec``,
+kept by every v2 group) where the grader may write one (root, or a delegated subtree); elsewhere ``CpuGroups.problem``
+says why, and a round is charged its process tree's CPU time, reaped processes included, instead.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -35,6 +43,31 @@ def _own_v1_group() -> Path | None:
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):
             return V1_ROOT / path.lstrip("/")
+    return None
+
+
+def _own_group(controller: str | None) -> Path | None:
+    """This process's cgroup in the hierarchy of the v1 ``controller`` (None: the v2 hierarchy), where it is mounted
+    (``/proc/self/mountinfo``: mount point, root of the mount, options)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = [line.split(" - ") for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        return None
+    wanted = "cgroup2" if controller is None else "cgroup"
+    for line in lines:
+        hierarchy, controllers, path = line.split(":", 2)
+        if (controller is None) != (hierarchy == "0") or (
+            controller and controller not in controllers.split(",")
+        ):
+            continue
+        for before, after in (m for m in mounts if len(m) == 2):
+            fstype, _, options = (after.split() + ["", ""])[:3]
+            root, point = before.split()[3:5]
+            if fstype == wanted and (controller is None or controller in options.split(",")):
+                inside = Path("/" + path.lstrip("/")).relative_to(root) if path.startswith(root) else None
+                if inside is not None:
+                    return Path(point) / inside
     return None
 
 
@@ -138,3 +171,98 @@ class MemoryGroups:
         if self.base is None:
             return None
         return MemoryGroup(self.base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}", self.limit)
+
+
+class CpuGroup:
+    """A fresh cgroup (``cpuacct`` v1, or v2) counting the CPU time of every process ever in it (``seconds``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir()
+        self._procs = str(path / "cgroup.procs")
+        self._usage = path / ("cpuacct.usage" if (path / "cpuacct.usage").exists() else "cpu.stat")
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into the group (the CPU time it uses from then on counts here)."""
+        fd = os.open(self._procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+
+    def seconds(self) -> float:
+        """The CPU seconds the group's processes, living and ended, have used."""
+        text = self._usage.read_text()
+        if self._usage.name == "cpuacct.usage":
+            return int(text) / 1e9
+        return (
+            int(next(line for line in text.splitlines() if line.startswith("usage_usec ")).split()[1]) / 1e6
+        )
+
+    def remove(self) -> bool:
+        """Kill whatever is still in the group and remove it (False: some process would not go)."""
+        return _remove(self.path)
+
+
+class CpuGroups:
+    """Makes a ``CpuGroup`` per child where this machine lets the grader, else says why not (``problem``)."""
+
+    def __init__(self) -> None:
+        self.base, self.problem = self._find()
+        if self.base is not None:
+            for path in self.base.glob(f"{PREFIX}*"):  # groups of a grader that was killed (its pid is gone)
+                pid = path.name[len(PREFIX) :].split("-")[0]
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    _remove(path, patience=1.0)
+
+    @staticmethod
+    def _find() -> tuple[Path | None, str | None]:
+        problems = []
+        for controller, name in (("cpuacct", "the v1 cpuacct controller"), (None, "the v2 hierarchy")):
+            base = _own_group(controller)
+            if base is None or not base.is_dir():
+                problems.append(f"{name} is not mounted")
+                continue
+            try:  # a group, a process moved into it and its time read: what each child's needs
+                probe = CpuGroup(base / f"{PREFIX}{os.getpid()}-probe")
+            except OSError as err:
+                problems.append(f"cannot make a CPU cgroup in {base}: {err.strerror or err}")
+                continue
+            try:
+                subprocess.run(["true"], preexec_fn=lambda group=probe: group.add(os.getpid()), check=True)
+                probe.seconds()
+            except (OSError, subprocess.SubprocessError, StopIteration, ValueError) as err:
+                problems.append(f"cannot count a process's CPU time in {base}: {err}")
+                continue
+            finally:
+                _remove(probe.path)
+            return base, None
+        return None, "; ".join(problems)
+
+    def make(self) -> CpuGroup | None:
+        """A fresh group for one child, or None where there are none."""
+        if self.base is None:
+            return None
+        return CpuGroup(self.base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}")
+
+
+class ChildGroups:
+    """The groups of one child (``memory``, ``cpu``: either may be None where the machine has none): joined,
+    added to and removed together."""
+
+    def __init__(self, memory: MemoryGroup | None, cpu: CpuGroup | None) -> None:
+        self.memory, self.cpu = memory, cpu
+
+    def add(self, pid: int) -> None:
+        for group in (self.memory, self.cpu):
+            if group is not None:
+                group.add(pid)
+
+    def join(self) -> None:
+        """Move the calling process into the groups (run in the forked child before exec)."""
+        self.add(os.getpid())
+
+    def remove(self) -> None:
+        for group in (self.memory, self.cpu):
+            if group is not None:
+                group.remove()

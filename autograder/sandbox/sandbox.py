@@ -19,9 +19,14 @@ have. The grader's own long-lived children (the fork server, the speed checks' r
 before their CPU limit, per process and never reset, can end them (``RENEW_AFTER``). When the grader runs as
 root it drops to a per-worker unprivileged uid first (as root the process limit is not enforced).
 
-Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) the child still runs with the
-resource limits, but without filesystem or network isolation, in a private folder of the grader's (each child
-started afresh); ``Sandbox.mode`` says so and every report quotes it.
+Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) no student code runs: a child would run
+with the grader's own privileges (as root, or as the instructor), where it can find the course folder through its
+ancestors (their environment, their working directory) and rewrite a classmate's submission. ``Sandbox.refusal``
+says so with the fix, every notebook is "could not grade" with it, and ``autograde`` stops before grading anyone.
+Only for a class whose code the instructor trusts (``TRUSTED``, ``autograde --trusted-class``) does a child run
+without bubblewrap, with the resource limits, a scrubbed environment and a private working directory, and, when the
+grader is root, as the unprivileged uid where that uid can run the Python environment; ``Sandbox.mode`` says so and
+every report quotes it.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import torch
 
 from autograder.course import REPO
 from autograder.sandbox import seccomp
-from autograder.sandbox.cgroup import MemoryGroup, MemoryGroups
+from autograder.sandbox.cgroup import ChildGroups, CpuGroups, MemoryGroups
 from posref._data import DATA_DIR
 from posref.grading.child.forkserver import ForkServer, ServerGone
 from posref.grading.child.processes import cpu_seconds
@@ -95,6 +100,37 @@ def _bwrap_disables_userns() -> bool:
     return "--disable-userns" in subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
 
 
+TRUSTED = "POSREF_TRUSTED_CLASS"
+"""An environment variable: ``1`` lets a class be graded without bubblewrap (``Sandbox.refusal``), the instructor
+saying that the students' code is trusted (``autograde --trusted-class`` sets it for its workers)."""
+
+
+def trusted_class() -> bool:
+    return os.environ.get(TRUSTED) == "1"
+
+
+def _fix(problem: str) -> str:
+    """How to have bubblewrap here, for a ``_bwrap_works`` problem."""
+    if "not installed" in problem:
+        return "install bubblewrap (sh autograder/setup_sandbox.sh, or apt-get install bubblewrap)"
+    return (
+        "let bubblewrap make its namespaces: allow unprivileged user namespaces (sysctl "
+        "kernel.unprivileged_userns_clone=1 where that setting exists, kernel.apparmor_restrict_unprivileged_userns=0 "
+        "on Ubuntu), or, in a container, run it with user namespaces allowed (see the autograder README)"
+    )
+
+
+@functools.cache
+def _can_run_as(uid: int) -> bool:
+    """Whether ``uid`` can run this Python environment and import posref (without bubblewrap, as root)."""
+    probe = subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--", sys.executable, "-I", "-c",
+         f"import sys; sys.path[:0] = [{str(REPO)!r}]; import posref.grading"],
+        capture_output=True, cwd="/", env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    return probe.returncode == 0
+
+
 def _bwrap_works() -> str | None:
     """None if bubblewrap can start a sandbox here, else the reason it cannot."""
     if shutil.which("bwrap") is None:
@@ -131,18 +167,41 @@ def _seccomp_works() -> str | None:
 class Sandbox:
     """Builds the command, environment and limits for one child. ``uid``: the unprivileged user (when root)."""
 
-    def __init__(self, *, uid: int = 61000, limits: Limits = Limits()) -> None:
+    def __init__(self, *, uid: int = 61000, limits: Limits = Limits(), trusted: bool | None = None) -> None:
         self.limits = limits
         self.uid = uid if os.geteuid() == 0 else None
         self.problem = _bwrap_works()
-        self.memory = MemoryGroups(limits.memory)
+        self.trusted = trusted_class() if trusted is None else trusted
+        self.memory, self.cpu = MemoryGroups(limits.memory), CpuGroups()
         self.seccomp_problem = _seccomp_works()
+        if self.problem is not None and self.uid is not None and not (self.trusted and _can_run_as(self.uid)):
+            self.uid = None  # no student code runs, or a trusted class's runs as the grader
+        as_who = (
+            ""
+            if self.problem is None
+            else f", as uid {self.uid}"
+            if self.uid is not None
+            else ", as the grader"
+        )
         self.mode = (
-            "bubblewrap" if self.problem is None else f"degraded (resource limits only): {self.problem}"
-        ) + f"; memory: {self.memory_bound}"
-        if self.uid is not None and self.problem is not None:
-            # without bubblewrap the Python environment may not be readable by another user: stay as we are
-            self.uid = None
+            "bubblewrap"
+            if self.problem is None
+            else f"degraded (resource limits only, a class trusted with {TRUSTED}=1{as_who}): {self.problem}"
+        ) + f"; memory: {self.memory_bound}; CPU of a timed round: {self.cpu_accounting}"
+
+    @property
+    def refusal(self) -> str | None:
+        """Why no student code may run here, with the fix; None where it may (bubblewrap, or a trusted class)."""
+        if self.problem is None or self.trusted:
+            return None
+        who = "root" if os.geteuid() == 0 else "the instructor's own user"
+        return (
+            f"nothing was run: the grading sandbox cannot start here ({self.problem}), and without it the "
+            f"students' code would run as {who}, with the grader's privileges (it could find the course folder "
+            f"and change other students' submissions). Fix: {_fix(self.problem)}; then grade again. Only for a "
+            f"class whose code you trust: autograde --trusted-class (or {TRUSTED}=1 in the graders' environment) "
+            "runs it with resource limits only"
+        )
 
     @property
     def memory_bound(self) -> str:
@@ -155,6 +214,22 @@ class Sandbox:
         )
         refused = "memfd and System V shared memory refused" if self.seccomp_problem is None else ""
         return f"{bound}; {refused or self.seccomp_problem} (no memory cgroup: {self.memory.problem})"
+
+    @property
+    def cpu_accounting(self) -> str:
+        """What a timed round is charged here, in words (quoted in every record)."""
+        if self.cpu.problem is None:
+            return f"each child's cgroup ({self.cpu.base})"
+        closed = (
+            "closed by the sandbox's PID namespace"
+            if self.problem is None
+            else "not closed without bubblewrap"
+        )
+        return f"each child's processes, reaped ones included ({closed}; no CPU cgroup: {self.cpu.problem})"
+
+    def groups(self) -> ChildGroups:
+        """Fresh cgroups for one child (``cgroup.py``): its memory's and its CPU time's, where the machine has them."""
+        return ChildGroups(self.memory.make(), self.cpu.make())
 
     def scratch(self, base: Path) -> Path:
         """``<private dir>/work``: the private directory (root-only when root) holds the child's log; ``work`` is
@@ -289,10 +364,10 @@ class Sandbox:
             "POSREF_FAST": os.environ.get("POSREF_FAST", "1"),
         }
 
-    def set_limits(self, group: MemoryGroup | None = None) -> None:
+    def set_limits(self, groups: ChildGroups | None = None) -> None:
         """Run in the forked child before exec: the limits then hold for everything it starts."""
-        if group is not None:
-            group.join()
+        if groups is not None:
+            groups.join()
         lim = self.limits
         resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (lim.address_space, lim.address_space))

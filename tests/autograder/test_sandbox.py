@@ -194,3 +194,103 @@ def test_a_submission_folder_too_big_too_wide_or_too_deep_is_cut_with_a_note(tmp
     (deep / "/".join(["d"] * 70)).mkdir(parents=True)
     files, note = submission_files(deep, 2**20)
     assert len(files) == 63 and "nested more than 64 deep" in note
+
+
+# ---------------------------------------------------------------- without bubblewrap (issue 37.1)
+# A submission that finds the course folder through its ancestors' environment and rewrites a classmate's notebook,
+# graded where bubblewrap cannot start: before, it ran as the grader (root here) and did; now nothing of it runs,
+# and the record says why and what to do, unless the instructor says the class is trusted.
+
+FINDS_THE_COURSE = """
+import os
+import pathlib
+
+
+def _course():
+    pid = os.getpid()
+    while pid > 1:  # an ancestor, the grader, knows the course folder: its POSREF_COURSE_DIR, or where it runs
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                for item in f.read().split(b"\\0"):
+                    if item.startswith(b"POSREF_COURSE_DIR="):
+                        return pathlib.Path(item.split(b"=", 1)[1].decode())
+            if os.path.isdir(f"/proc/{pid}/cwd/submitted"):
+                return pathlib.Path(os.readlink(f"/proc/{pid}/cwd"))
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return None
+
+
+for notebook in (_course() or pathlib.Path("/nonexistent")).glob("submitted/*/*/*.ipynb"):
+    notebook.write_text("rewritten by alice")
+
+
+def attention(q, k, v, causal=False):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1) @ v
+"""
+
+
+def _no_bubblewrap(tmp_path, monkeypatch, how: str) -> None:
+    """A PATH on which bubblewrap is missing (``not installed``) or cannot make its namespaces (``refused``)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "true").symlink_to("/bin/true")
+    if how == "refused":
+        (bin_dir / "bwrap").write_text(
+            "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+        )
+        (bin_dir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+@pytest.fixture
+def classmate(tmp_path, monkeypatch):
+    """bob's submitted notebook in the course folder the grader runs in (an instructor's commands run there)."""
+    course = tmp_path / "course"
+    bob = course / "submitted" / "bob" / "01_order" / "01_order.ipynb"
+    bob.parent.mkdir(parents=True)
+    bob.write_text("bob's work")
+    monkeypatch.chdir(course)
+    return bob
+
+
+@pytest.mark.parametrize("how", ["not installed", "refused"])
+def test_without_bubblewrap_no_student_code_runs_and_the_record_says_why_and_the_fix(
+    tmp_path, monkeypatch, classmate, how
+):
+    from course_helpers import grade_with_answers
+
+    _no_bubblewrap(tmp_path, monkeypatch, how)
+    monkeypatch.delenv("POSREF_TRUSTED_CLASS", raising=False)
+    record = grade_with_answers(tmp_path, "01", {"attention": FINDS_THE_COURSE})
+    assert classmate.read_text() == "bob's work"
+    assert record.status == "could not grade" and record.reason.startswith(
+        "nothing was run: the grading sandbox cannot start here"
+    ), record.reason
+    fix = "install bubblewrap" if how == "not installed" else "allow unprivileged user namespaces"
+    assert fix in record.reason and "autograde --trusted-class" in record.reason
+    with pytest.raises(
+        SystemExit, match="^autograde 01_order: nothing was run: the grading sandbox cannot start"
+    ):
+        from autograder.grading.grade import autograde
+
+        autograde("01_order")  # before it reads the course: no worker is started
+
+
+def test_without_bubblewrap_a_trusted_class_is_graded_and_its_records_say_so(
+    tmp_path, monkeypatch, classmate
+):
+    from course_helpers import grade_with_answers
+
+    _no_bubblewrap(tmp_path, monkeypatch, "not installed")
+    monkeypatch.setenv("POSREF_TRUSTED_CLASS", "1")
+    record = grade_with_answers(tmp_path, "01", {"attention": FINDS_THE_COURSE})
+    assert record.status == "graded" and "a class trusted with POSREF_TRUSTED_CLASS=1" in record.sandbox
+    if (
+        os.geteuid() == 0 and ", as uid " in record.sandbox
+    ):  # dropped to an unprivileged uid: root's files closed
+        assert classmate.read_text() == "bob's work"

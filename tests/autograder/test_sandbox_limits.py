@@ -64,11 +64,11 @@ def fine():
 
 
 def _child(sandbox: Sandbox, tmp_path: Path, code: str, **options) -> tuple[Child, object]:
-    group = sandbox.memory.make()
+    groups = sandbox.groups()
     command, cwd, path = sandbox.python_command(sandbox.scratch(tmp_path))
     child = Child(command, [(0, code)], env=sandbox.env(), cwd=cwd, python_path=path, call_timeout=60,
-                  preexec_fn=lambda: sandbox.set_limits(group), on_close=group and group.remove, **options)  # fmt: skip
-    return child, group
+                  preexec_fn=lambda: sandbox.set_limits(groups), on_close=groups.remove, **options)  # fmt: skip
+    return child, groups.memory
 
 
 @needs_seccomp
@@ -253,9 +253,15 @@ def test_a_check_that_trips_over_the_childs_data_is_that_checks_failure(tmp_path
     )
 
 
-def test_the_sandbox_says_what_bounds_memory_here():
+def test_the_sandbox_says_what_bounds_memory_and_what_a_timed_round_is_charged_here():
     mode = SANDBOX.mode
     if SANDBOX.memory.problem is None:
-        assert mode.endswith("memory: a memory cgroup of 4 GiB per child")
+        assert "; memory: a memory cgroup of 4 GiB per child;" in mode
     else:
         assert f"(no memory cgroup: {SANDBOX.memory.problem})" in mode and "per process" in mode
+    if SANDBOX.cpu.problem is None:
+        assert mode.endswith(f"; CPU of a timed round: each child's cgroup ({SANDBOX.cpu.base})")
+    else:
+        assert mode.endswith(
+            f"reaped ones included (closed by the sandbox's PID namespace; no CPU cgroup: {SANDBOX.cpu.problem})"
+        )

@@ -169,3 +169,82 @@ def test_names_a_student_controls_are_kept_as_data(tmp_path, course, capsys):
     record = json.loads((course / site_users.FILE).read_text())
     assert record["users"]["Moodle 02_absolute 888"]["name"] == name
     assert record["users"]["Moodle 02_absolute 888"]["student"] in out.imported
+
+
+# ---------------------------------------------------------------- one student, one id (issue 37.8)
+# A roster row that repeats another's site id (or student id) graded one student's notebook as another's; a name that
+# squashes to a look-alike of a classmate's id made a second student whose rows read the same.
+
+
+@pytest.mark.parametrize(
+    ("rows", "repeated"),
+    [
+        (
+            "s001,Jane,Smith,111\ns002,Li,Wei,111\n",
+            "the course-site id '111'",
+        ),  # a row copied, its lms_id kept
+        ("s001,Jane,Smith,111\ns001,Li,Wei,222\n", "the student id 's001'"),  # its id kept
+        (
+            "smithjane,Jane,Smith,111\nsmithјane,Li,Wei,222\n",
+            "looks like 'smithjane' on line 2",
+        ),  # a look-alike
+    ],
+)
+def test_a_roster_that_repeats_an_id_or_holds_look_alikes_stops_the_import(tmp_path, course, rows, repeated):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,lms_id\n" + rows)
+    download = _download(
+        tmp_path, {"smithjane_111_1_02_absolute.ipynb": "jane", "weili_222_2_02_absolute.ipynb": "li"}
+    )
+    with pytest.raises(
+        SystemExit, match=f"^the roster {roster}: .*{repeated}.*nothing was imported$"
+    ) as stop:
+        import_submissions(download, roster=roster)
+    assert "line" in str(stop.value) and "3" in str(stop.value)
+    assert not (course / "submitted").exists()
+
+
+LOOK_ALIKES = {
+    "a Cyrillic ј": ("smithјane", "'ј' U+0458 CYRILLIC SMALL LETTER JE"),
+    "a Cyrillic а": ("smithjаne", "'а' U+0430 CYRILLIC SMALL LETTER A"),
+    "a Cyrillic ѕ": ("ѕmithjane", "'ѕ' U+0455 CYRILLIC SMALL LETTER DZE"),
+    "a Greek ο": ("smithjaneο", None),  # not alike: one letter more
+}
+
+
+@pytest.mark.parametrize("where", ["the record", "the roster", "the same download"])
+@pytest.mark.parametrize(("name", "letter"), LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_an_id_that_looks_like_a_classmates_is_refused_naming_the_letter(
+    tmp_path, course, where, name, letter
+):
+    jane = {"smithjane_111_1_02_absolute.ipynb": "jane"}
+    roster = None
+    if where == "the record":
+        import_submissions(_download(tmp_path, jane))
+    elif where == "the roster":
+        roster = tmp_path / "roster.csv"
+        roster.write_text("id,first_name,last_name,lms_id\nsmithjane,Jane,Smith,111\n")
+    files = {
+        f"{name}_222_2_02_absolute.ipynb": "someone else",
+        **(jane if where == "the same download" else {}),
+    }
+    out = import_submissions(_download(tmp_path, files), roster=roster)
+    if letter is None:
+        assert name in out.imported
+        return
+    assert name not in out.imported and not (course / "submitted" / name).exists()
+    (why,) = [w for label, w in out.refused.items() if "222" in label]
+    assert (
+        f"would be {name!r}, which looks like the student id 'smithjane' but is another ({letter}" in why
+    ), why
+
+
+def test_an_id_that_looks_like_a_classmates_in_the_same_script_is_imported_and_pointed_out(
+    tmp_path, course, capsys
+):
+    import_submissions(_download(tmp_path, {"smithjane_111_1_02_absolute.ipynb": "jane"}))
+    out = import_submissions(_download(tmp_path, {"srnithjane_222_2_02_absolute.ipynb": "another jane"}))
+    assert out.imported == ["srnithjane"]
+    assert "is 'srnithjane', which looks like the student id 'smithjane': check they are two students" in (
+        capsys.readouterr().err
+    )
