@@ -75,7 +75,6 @@ if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 from autograder.course import groupshared, open_course_folder  # noqa: E402
 from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
-from posref_jupyter.offline_math import MathJaxBeside  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
 # A course graded by several people, each their own user in one Unix group: POSREF_GROUPSHARED=1 makes what
@@ -99,6 +98,10 @@ if "POSREF_EXCHANGE_DIR" not in os.environ:
 # several grading workers share one SQLite gradebook: wait for its lock instead of failing
 c.CourseDirectory.db_url = f"sqlite:///{COURSE / 'gradebook.db'}?timeout=30"
 c.CourseDirectory.course_id = "posref"
+# Collecting from the exchange takes each student's own submission only: its owner (the Unix user who handed it in)
+# must be the student id its name claims, and its time is the kernel's (autograder/intake/exchange.py); nbgrader's
+# own collect took any claimed id, logging "cheating attempt?", and the student's own claimed time
+c.ExchangeFactory.collect = "autograder.intake.exchange.CollectOwnSubmissions"
 # Stubs raise until the student fills them in; released notebooks never carry outputs.
 STUB_MESSAGE = "not done yet: replace this line with your code and run its cell again"
 c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE}")'}
@@ -155,16 +158,16 @@ c.GenerateFeedback.preprocessors = [
     HiddenTestsOfTheSource,
     StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    MathJaxBeside,
 ]
 c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled
 # markdown is cleaned once rendered, not at its source: bleaching the source showed a student's `$i < j$` and
 # `a < b` in code as `&lt;` (a formula's or a code span's text is escaped again when rendered)
 c.GenerateFeedback.exporter_class = CleanMarkdownExporter
-c.MathJaxBeside.enabled = True
 # Formulas render offline, from no other host: the feedback and formgrade templates' mathjax() macros are the
-# course's (pages/jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's
+# course's (pages/jupyter_data/nbconvert/templates/{feedback,formgrade}/mathjax.html.j2, found first), then nbgrader's;
+# a feedback page carries MathJax inside it (the filter its macro calls), since on a hub the page travels alone
 c.HTMLExporter.extra_template_basedirs = [
     str(REPO / "autograder" / "pages" / "jupyter_data" / "nbconvert" / "templates"),
     str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
 ]
+c.HTMLExporter.filters = {"posref_inline_mathjax": "posref_jupyter.offline_math.inline_mathjax_filter"}

@@ -3,15 +3,17 @@ course's configuration (``static/mathjax_config.js``). Three kinds of page:
 
 * the instructor's formgrader loads it from the instructor's server
   (``autograder/pages/jupyter_data/nbconvert/templates/formgrade``);
-* a feedback page is a file a student opens anywhere, so ``MathJaxBeside`` (one of ``GenerateFeedback``'s
-  preprocessors, ``autograder/nbgrader_config.py``) has nbconvert's writer put the part of MathJax that a page of
-  the course uses into ``mathjax/`` beside it (about 2 MB: the TeX input, the HTML-CSS output with its STIX-Web
-  fonts, the Safe extension that refuses ``\\href{javascript:...}``), which the feedback template names;
+* a feedback page is a file a student opens anywhere: on a JupyterHub it reaches them through nbgrader's exchange,
+  which copies the page alone (``release_feedback``, ``fetch_feedback``), so nothing beside it would arrive. The
+  feedback template's ``mathjax()`` macro (``autograder/pages/jupyter_data/nbconvert/templates/feedback``) writes
+  ``inline_mathjax()`` into the page through the Jinja filter ``posref_inline_mathjax``
+  (``autograder/nbgrader_config.py`` registers it for the feedback exporter);
 * a student's own HTML export of a notebook (JupyterLab's File > Save and Export Notebook As > HTML, or ``jupyter
   nbconvert --to html`` in a terminal of the student's JupyterLab) is one file: JupyterLab's download would put
   files beside it into a zip, flattened, which MathJax's folders do not survive. So ``InlineMathJax`` (the
   student config's exporter preprocessor, with the template ``posref_export``) writes the same files into the
-  page itself (about 2.6 MB): ``static/mathjax_inline.js`` runs MathJax from them, the fonts as data URLs.
+  page itself (about 2.6 MB), as a feedback page has them: ``static/mathjax_inline.js`` runs MathJax from them,
+  the fonts as data URLs.
 """
 
 from __future__ import annotations
@@ -57,15 +59,6 @@ def mathjax_files() -> dict[str, bytes]:
     return files
 
 
-class MathJaxBeside(Preprocessor):
-    """Adds MathJax to the files written beside the page (``resources["outputs"]``, which nbconvert's
-    ``FilesWriter`` writes relative to the page's folder)."""
-
-    def preprocess(self, nb, resources):
-        resources.setdefault("outputs", {}).update(mathjax_files())
-        return nb, resources
-
-
 def _script(source: str) -> str:
     """``source`` as an inline ``<script>``; refuses a text that would end the element early."""
     if "</script" in source.lower() or "<!--" in source:
@@ -103,3 +96,9 @@ class InlineMathJax(Preprocessor):
     def preprocess(self, nb, resources):
         resources["posref_mathjax"] = inline_mathjax()
         return nb, resources
+
+
+def inline_mathjax_filter(_ignored: str = "") -> str:
+    """``inline_mathjax()`` as a Jinja filter (``{{ "" | posref_inline_mathjax }}``): a template macro, such as the
+    feedback template's ``mathjax()``, sees the environment's filters but not the page's ``resources``."""
+    return inline_mathjax()

@@ -28,6 +28,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
+import stat
+import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -183,3 +186,39 @@ def fresh_rope_triton(*, interpret: bool) -> Iterator[ModuleType]:
         package.pop("rope_triton", None)
         if saved[0] is not None:
             sys.modules["posref.kernels.rope_triton"], package["rope_triton"] = saved
+
+
+def python_shown_to(uid: int, also: tuple[Path, ...] = ()) -> list[str] | None:
+    """As root: the command prefix (bubblewrap, as root, making a mount namespace) under which the user ``uid`` runs
+    this environment's Python as it is, and reads the folders ``also`` (a checkout): each of them that sits in a
+    folder others cannot enter (root's home, where the course's CI keeps pyenv's Python) shown on its own, that folder
+    covered by an empty one. Put ``setpriv`` (dropping to ``uid``) after it. [] where they can run it as it is; None
+    where that cannot be done here. (Where its folder is closed to them, a Python may still start, as another: the
+    system's libpython and standard library; so the probe compares where it comes from.)"""
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    probe = [*drop, sys.executable, "-c", "import sys; print(sys.base_prefix)"]
+    readable = [str(folder) for folder in also]
+
+    def runs(prefix: list[str]) -> bool:
+        out = subprocess.run([*prefix, *probe], capture_output=True, text=True)
+        listed = subprocess.run([*prefix, *drop, "ls", *readable], capture_output=True) if readable else out
+        return out.returncode == 0 and out.stdout.strip() == sys.base_prefix and listed.returncode == 0
+
+    if runs([]):
+        return []
+    if shutil.which("bwrap") is None:
+        return None
+    prefix, covered, shown = ["bwrap", "--dev-bind", "/", "/"], set(), []
+    for path in sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *also)}):
+        closed = [p for p in reversed(Path(path).parents) if not os.stat(p).st_mode & stat.S_IXOTH]
+        if not closed or any(Path(path).is_relative_to(folder) for folder in shown):
+            continue
+        top = closed[0]
+        if top not in covered:
+            prefix += ["--perms", "0755", "--tmpfs", str(top)]
+            covered.add(top)
+        for parent in [p for p in reversed(Path(path).parents) if top in p.parents]:
+            prefix += ["--perms", "0755", "--dir", str(parent)]
+        prefix += ["--ro-bind", path, path]
+        shown.append(path)
+    return prefix if runs(prefix) else None

@@ -3,7 +3,9 @@
 The instructor releases 01_order to the exchange with the course configuration; a student (their own folder and
 HOME, plain nbgrader without the course's configuration, as on a hub) lists, fetches, does the work and submits;
 the instructor collects and autogrades it. The browser side of the same (the Assignment List) uses these
-commands' server extension.
+commands' server extension; tests/autograder/test_hub.py runs it all on a real JupyterHub with Unix users. As root,
+the second test puts into the exchange what other users could (submissions owned by ``nobody`` and ``daemon``,
+chowned as root) and collects with the course's owner check (autograder/intake/exchange.py).
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import csv
 import getpass
 import os
+import pwd
+import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -71,3 +76,66 @@ def test_release_fetch_submit_collect_grade_through_a_local_exchange(tmp_path):
     assert row["status"] == "graded" and row["score"] == row["max_score"], row  # every autograded point
     # the time nbgrader's exchange wrote (timestamp.txt) reaches the CSV
     assert row["submitted"].endswith(" UTC") and row["late_penalty"] == "", row
+
+
+def _inbound_copy(submitted: Path, inbound: Path, name: str, owner: str) -> Path:
+    """``submitted`` copied into the exchange's inbound as ``name``, everything owned by the Unix user ``owner``."""
+    folder = inbound / name
+    shutil.copytree(submitted, folder)
+    user = pwd.getpwnam(owner)
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+    return folder
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root: submissions of other Unix users are made with chown"
+)
+def test_collect_takes_each_students_own_latest_submission_only(tmp_path):
+    """Into the inbound: a submission of ``nobody`` claiming to be root's, a link named as root's to a folder of
+    root's, one of ``daemon``'s holding a file of ``nobody``'s, and ``nobody``'s own two, the older named with a
+    time far in the future and the newer with a time that is no time (nbgrader's collect stopped on it). Collected:
+    root's own and nobody's newer, each with the kernel's time; every other refused, named with its owner, in the
+    course's record of refused imports and the export."""
+    exchange, course = tmp_path / "exchange", tmp_path / "course"
+    exchange.mkdir(mode=0o777)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "POSREF_COURSE_DIR": str(course), "POSREF_EXCHANGE_DIR": str(exchange),
+           "POSREF_RELEASE_DIR": str(tmp_path / "release"), "PYTHONPATH": str(REPO)}  # fmt: skip
+    config = f"--JupyterApp.config_file={CONFIG}"
+    _run([sys.executable, "-m", "autograder", "release", "01_order"], REPO, env)
+    _run([sys.executable, "-m", "nbgrader", "release_assignment", "01_order", config], REPO, env)
+    inbound = exchange / "posref" / "inbound"
+    work = tmp_path / "work" / "01_order"
+    shutil.copytree(tmp_path / "release" / "01_order", work)
+    (work / "notes.txt").write_text("mine")
+    me = getpass.getuser()
+    _inbound_copy(work, inbound, f"{me}+01_order+2026-10-01 10:00:00.000000 UTC+aaaa", me)
+    _inbound_copy(work, inbound, f"{me}+01_order+2026-10-01 11:00:00.000000 UTC+bbbb", "nobody")
+    (inbound / f"{me}+01_order+2026-10-01 12:00:00.000000 UTC+cccc").symlink_to(
+        work.parent, target_is_directory=True
+    )
+    mixed = _inbound_copy(work, inbound, "daemon+01_order+2026-10-01 10:00:00.000000 UTC+dddd", "daemon")
+    os.chown(mixed / "notes.txt", pwd.getpwnam("nobody").pw_uid, -1)
+    _inbound_copy(work, inbound, "nobody+01_order+2099-01-01 00:00:00.000000 UTC+eeee", "nobody")
+    newer = _inbound_copy(work, inbound, "nobody+01_order+no time at all+ffff", "nobody")
+    (newer / "notes.txt").write_text("newer")
+
+    out = _run([sys.executable, "-m", "nbgrader", "collect", "01_order", config], REPO, env)
+    submitted = course / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == sorted([me, "nobody"]), out
+    assert (submitted / "nobody" / "01_order" / "notes.txt").read_text() == "newer"
+    stamp = (submitted / "nobody" / "01_order" / "timestamp.txt").read_text()
+    assert stamp.startswith(str(date.today().year)) and "2099" not in stamp, stamp  # the kernel's time
+    assert "handed in as 'root' by the Unix user 'nobody'" in out.replace(me, "root"), out
+    assert "could not collect daemon (daemon+01_order" in out and "holds files of other users (nobody)" in out
+    assert "is a link in the exchange" in out, out
+
+    csv_path = tmp_path / "grades.csv"
+    _run([sys.executable, "-m", "autograder", "export", "01_order", "--csv", str(csv_path)], REPO, env)
+    with open(csv_path, newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    forged = rows[f"{me} (handed in by nobody)"]
+    assert forged["status"] == "could not import" and "by the Unix user 'nobody'" in forged["reason"], forged
+    assert rows["daemon"]["status"] == "could not import", rows["daemon"]
+    assert rows[me]["status"] == rows["nobody"]["status"] == "not graded", rows

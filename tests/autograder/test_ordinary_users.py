@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import python_shown_to
 
 from autograder.course import REPO
 from autograder.sandbox.sandbox import Limits
@@ -101,38 +102,6 @@ class Command:
         return subprocess.CompletedProcess(self.what, self.process.returncode, out, err)
 
 
-def _readable_python_prefix(uid: int) -> list[str] | None:
-    """As root: the command prefix (bubblewrap, as root, making a mount namespace) under which the user ``uid`` runs
-    this environment's Python as it is: each folder of it that sits in a folder others cannot enter (root's home)
-    shown on its own, that folder covered by an empty one. [] where they can run it as it is; None where that
-    cannot be done here. (Where its folder is closed to them, a Python may still start, as another: the system's
-    libpython and standard library; so the probe compares where it comes from.)"""
-    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    probe = [*drop, sys.executable, "-c", "import sys; print(sys.base_prefix)"]
-
-    def runs(prefix: list[str]) -> bool:
-        out = subprocess.run([*prefix, *probe], capture_output=True, text=True)
-        return out.returncode == 0 and out.stdout.strip() == sys.base_prefix
-
-    if runs([]):
-        return []
-    if shutil.which("bwrap") is None:
-        return None
-    prefix, covered = ["bwrap", "--dev-bind", "/", "/"], set()
-    for path in sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}):
-        closed = [p for p in reversed(Path(path).parents) if not os.stat(p).st_mode & stat.S_IXOTH]
-        if not closed:
-            continue
-        top = closed[0]
-        if top not in covered:
-            prefix += ["--perms", "0755", "--tmpfs", str(top)]
-            covered.add(top)
-        for parent in [p for p in reversed(Path(path).parents) if top in p.parents]:
-            prefix += ["--perms", "0755", "--dir", str(parent)]
-        prefix += ["--ro-bind", path, path]
-    return prefix if runs(prefix) else None
-
-
 def _copy_checkout(target: Path) -> None:
     """The working tree's files (tracked, and untracked ones git does not ignore) into ``target``: what a clone of
     this checkout, with its changes, holds."""
@@ -182,7 +151,7 @@ def machine():
             subprocess.run(["groupadd", group], check=True)
             for letter in "ab":
                 made.append(_make_user(f"posref-{letter}{tag}", base / f"{letter}{tag}", group))
-            prefix = _readable_python_prefix(made[0].uid)
+            prefix = python_shown_to(made[0].uid)
             if prefix is None:
                 pytest.skip(
                     f"{sys.executable} cannot be run by another user here, and bubblewrap cannot show it"

@@ -492,8 +492,8 @@ def test_manual_grading_shows_the_model_answer_and_the_autograde_button_keeps_ev
 
 
 def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(course, browser):
-    """Feedback pages name no other host for anything they load, and typeset their formulas in a browser that
-    can reach nothing but the page's own folder; neither they nor the release hold the model answers."""
+    """Feedback pages name no other host for anything they load, carry MathJax inside them (on a hub the exchange
+    copies the page alone), and typeset their formulas in a browser that can reach nothing but the page itself; neither they nor the release hold the model answers."""
     nh.autograder("feedback", ASSIGNMENT, env=course.env)
     for student in ("bob", "mallory"):
         page = (course.dir / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
@@ -501,7 +501,8 @@ def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(cours
             f"{student}'s feedback shows the key"
         )
         loaded = re.findall(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?([^"' >]+)""", page)
-        assert loaded and not [url for url in loaded if "//" in url], loaded
+        assert not [url for url in loaded if "//" in url], loaded
+        assert '"[MathJax]/config/TeX-AMS-MML_HTMLorMML-full.js"' in page, "no MathJax inside the page"
     released = (course.base / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "Model answer" not in released and "Instructor notes" not in released
 
