@@ -35,7 +35,7 @@ lab: $(COURSE) $(NBCONVERT_CONFIG) fonts $(EDITION_PACK)
 explore: $(COURSE) $(NBCONVERT_CONFIG) fonts $(EDITION_PACK)
 	$(PY) -m posref explore $(EDITION_ARGS)
 
-test: setup system-packages
+test: setup system-packages hub-proxy
 	$(PY) -m pytest -q -n auto --durations=25
 
 setup: $(DEV) $(NBCONVERT_CONFIG)
@@ -87,6 +87,18 @@ system-packages:
 	  missing=""; for p in chromium bubblewrap fonts-noto-cjk; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
 	else echo "note: not root or no apt-get: install chromium and bubblewrap yourself for the browser and sandbox tests"; fi
+
+# JupyterHub's proxy (configurable-http-proxy, from npm) as tools/hub's lock pins it, into .hub/ (git ignores it): what
+# the JupyterHub test (tests/notebooks/test_hub.py) and a hub host run. Installed once per lock: nothing is fetched
+# when it is there. JupyterHub itself is in the environment (.[hub], which .[dev] holds).
+HUB_PROXY := .hub/node_modules/.bin/configurable-http-proxy
+hub-proxy: $(HUB_PROXY)
+
+$(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  mkdir -p .hub && cp tools/hub/package.json tools/hub/package-lock.json .hub/ && \
+	  (cd .hub && npm ci --no-audit --no-fund --loglevel=error) && touch $@; \
+	else echo "note: no npm: the JupyterHub test skips (install Node.js 20 or later with npm)"; fi
 
 checkpoints: setup
 	$(PY) -m posref train-checkpoints --out data/checkpoints
