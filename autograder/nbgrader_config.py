@@ -74,6 +74,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 from autograder.course import groupshared, open_course_folder  # noqa: E402
+from autograder.pages.feedback import EditionOfThePage  # noqa: E402
 from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized  # noqa: E402
 
 COURSE = Path(os.environ.get("POSREF_COURSE_DIR", Path.home() / "posref-course")).expanduser()
@@ -158,8 +159,13 @@ c.GenerateFeedback.preprocessors = [
     HiddenTestsOfTheSource,
     StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    EditionOfThePage,
 ]
 c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled
+c.EditionOfThePage.enabled = True
+# the page in the language of the student's edition: nbgrader's feedback template with the words EditionOfThePage
+# gives it (pages/jupyter_data/nbconvert/templates/posref_feedback)
+c.CleanMarkdownExporter.template_name = "posref_feedback"
 # markdown is cleaned once rendered, not at its source: bleaching the source showed a student's `$i < j$` and
 # `a < b` in code as `&lt;` (a formula's or a code span's text is escaped again when rendered)
 c.GenerateFeedback.exporter_class = CleanMarkdownExporter

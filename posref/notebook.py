@@ -58,26 +58,13 @@ def setup(*, seed: int = 0) -> tuple[str, bool, bool]:
     """Prepare a notebook's process and return ``(device, FAST, GRADING)``.
 
     ``device`` is ``"cuda"`` when torch sees a GPU, else ``"cpu"``, where torch then uses ``threads()``
-    threads. Torch's global generator is seeded with ``seed``, so the notebook's random draws repeat. In a
-    Chinese edition matplotlib gets a font that draws it (``use_edition_font``).
+    threads. Torch's global generator is seeded with ``seed``, so the notebook's random draws repeat.
     """
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         torch.set_num_threads(threads())
     torch.manual_seed(seed)
-    use_edition_font()
     return device, fast(), grading()
-
-
-def use_edition_font() -> str | None:
-    """In a Chinese edition (``posref.i18n``: ``POSREF_LANG``), give matplotlib a font that draws its characters,
-    for the figures a notebook's own cells draw with translated titles (the explorers pick theirs) -> the font's
-    name; None in English (matplotlib is left alone). See ``posref.explorers.fonts.use_language_font``."""
-    if get_language() == "en":
-        return None
-    from posref.explorers.fonts import use_language_font
-
-    return use_language_font()
 
 
 def use_edition(edition: str) -> str | None:

@@ -154,7 +154,7 @@ AUTOGRADER_ARROWS = {
     "intake": {"course"},
     "sandbox": {"course"},
     "editions": {"course"},
-    "pages": {"course"},
+    "pages": {"course", "editions"},  # a page speaks the language of the edition a student handed in
     "release": {"course", "editions", "intake"},
     "grading": {"course", "intake", "sandbox", "editions"},
     "demo": {"course", "intake", "release", "grading", "pages"},
@@ -536,7 +536,7 @@ def test_planted_arrow_violations_are_each_reported(planted):
         "autograder/sandbox/sandbox.py:2: autograder.sandbox.sandbox imports autograder.editions.notebook (inside a "
         "function): autograder's sandbox imports only course",
         "autograder/pages/lab_server.py:2: autograder.pages.lab_server imports autograder.grading.grade: autograder's "
-        "pages imports only course",
+        "pages imports only course, editions",
         "autograder/release/assignment.py:1: autograder.release.assignment imports autograder.pages.sanitize: "
         "autograder's release imports only course, editions, intake",
         "autograder/grading/grade.py:1: autograder.grading.grade imports autograder.demo.build: autograder's grading "

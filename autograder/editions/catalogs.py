@@ -27,6 +27,8 @@ from autograder.course import REPO
 from autograder.editions.notebook import LOCALE_DIR, notebook_messages, translation_problems
 
 SOURCE_DIR = REPO / "solutions"
+# the editions' notebooks made from the source and the catalogs: <edition>/solutions/..., <edition>/notebooks/...
+EDITIONS_DIR = REPO / "editions"
 START_PAGE = "00_start"
 
 

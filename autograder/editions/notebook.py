@@ -8,15 +8,21 @@ message. A message's msgid is the block exactly as the source has it (line break
 edition together is replacing each block by its msgstr, and changing one English sentence makes exactly the message
 of its block untranslated (`msgmerge` marks it fuzzy, with the old translation beside it, for the translator).
 
-Graded code is never translated: answer cells, test cells and grade ids are identical, byte for byte, in every
-edition, so one gradebook grades a class whose students hand in different editions. In the other code cells (the
-notebook's demonstrations, figures and runs, which nbgrader neither grades nor restores) a student reads comments
-and the sentences a cell prints or draws: each comment (``# ...``, pragmas such as ``# noqa`` aside), each docstring
-and each string literal given straight to ``print`` or to a figure's text (a title, an axis label, ``label=``) is a
-message, its msgid the literal as the source writes it (quotes, prefix and ``{...}`` fields included), so that the
-edition's cell is the English cell with those literals replaced and nothing else. A string kept in a variable or
-used as a key is never one: the code that reads it stays the English code. An edition's notebook says which it is
-in its metadata (``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English.
+Graded code is never translated: test cells and grade ids are identical, byte for byte, in every edition, so one
+gradebook grades a class whose students hand in different editions. In the other code cells, the notebook's
+demonstrations, figures and runs and the answer cells (the student's to write, which nbgrader never restores: each
+edition's release has its own stub, ``CODE_STUB``, and docstrings), a student reads comments and the sentences a
+cell prints, draws or raises: each comment (``# ...``, pragmas such as ``# noqa`` and nbgrader's ``### BEGIN
+SOLUTION`` markers aside), each docstring, and each string literal given straight to ``print``, to a figure's text
+(a title, an axis label, ``label=``), to an exception it raises, to ``uses(...)`` (the exercise an unfinished cell
+names) or to ``shown(...)`` (``posref.notebook.shown``: a sentence the code keeps in a variable, a list or a dict
+before it shows it), including each branch of a conditional (``"on" if fast else "off"``), each side of an ``or``
+and each string added to another, is a message, its msgid the literal as the source writes it (quotes, prefix and
+``{...}`` fields included), so that the edition's cell is the English cell with those literals replaced and nothing
+else. A string kept in a variable or used as a key is never one unless it is marked ``shown``: the code that reads
+it stays the English code. The notebook's first cell says its edition, ``use_edition("en")``; an edition writes its
+own tag there (``edition_tag``). An edition's notebook says which it is in its metadata
+(``metadata.posref.edition``, e.g. ``"zh-TW"``); a notebook that says nothing known is English.
 The catalogs are kept in step by ``catalogs.py`` and ``simplified.py``, the editions written by
 ``autograder/release/editions.py``.
 """
@@ -39,6 +45,12 @@ ENGLISH = "en"
 EDITIONS = {"zh-TW": "zh_TW", "zh-CN": "zh_CN"}
 # the text a student replaces in a written answer's cell of an edition's release (nbgrader's: "YOUR ANSWER HERE")
 TEXT_STUB = {"zh-TW": "請在這裡寫下你的答案", "zh-CN": "请在这里写下你的答案"}
+# the lines an answer cell of code holds in an edition's release instead of the model answer (the English release's:
+# autograder/nbgrader_config.py's); its message is what every check echoes in the first failure a student meets
+CODE_STUB = {
+    "zh-TW": '# 在這裡寫你的程式碼\nraise NotImplementedError("還沒完成：把這一行換成你的程式碼，再執行一次這個儲存格")',
+    "zh-CN": '# 在这里写你的代码\nraise NotImplementedError("还没完成：把这一行换成你的代码，再运行一次这个单元格")',
+}
 # what an edition's student types or opens instead of the English one's (`posref lab --lang`, posref/workfolder.py):
 # a code span of the English markdown -> the edition's ({tag}: its tag). A translation keeps the English span (it
 # is a protected part); the edition's notebooks get this one.
@@ -49,7 +61,25 @@ EDITION_SPANS = {
     "`notebooks/`": "`editions/{tag}/notebooks/`",
     "`.venv/bin/posref update`": "`.venv/bin/posref update --lang {tag}`",
 }
-_SPAN = re.compile("|".join(map(re.escape, sorted(EDITION_SPANS, key=len, reverse=True))))
+# what the start page shows a student of an edition as their notebooks have it (a code span or a fence is kept as
+# the English has it by a translation): the stub of code and the one line an unfinished exercise stops with
+# (posref's message, as its catalogs say it)
+EDITION_TEXT = {
+    '# YOUR CODE HERE\nraise NotImplementedError("not done yet: ...")': {
+        edition: re.sub(r'("[^"：]*：).*"', r'\1..."', stub) for edition, stub in CODE_STUB.items()
+    },
+    "`ExerciseNotDone: finish Exercise 2 (...) first: this cell uses its result`": {
+        "zh-TW": "`ExerciseNotDone: 請先完成練習 2（...）：這個儲存格要用到它的結果`",
+        "zh-CN": "`ExerciseNotDone: 请先完成练习 2（...）：这个单元格要用到它的结果`",
+    },
+}
+_SPAN = re.compile("|".join(map(re.escape, sorted({**EDITION_SPANS, **EDITION_TEXT}, key=len, reverse=True))))
+
+
+def _edition_span(span: str, edition: str) -> str:
+    """The edition's text for ``span`` (a key of ``EDITION_SPANS`` or ``EDITION_TEXT``)."""
+    return EDITION_TEXT[span][edition] if span in EDITION_TEXT else EDITION_SPANS[span].format(tag=edition)
+
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _DISPLAY_MATH = "$$"
@@ -115,35 +145,57 @@ def translate_markdown(text: str, translate: Callable[[str], str]) -> str:
     )
 
 
-_PRAGMA = re.compile(r"#\s*(noqa|fmt:|type:|pragma|pylint:|ruff:)")
-# calls and keywords whose string argument is text on a figure or a printed line
+# comments that are code to a tool: linters' and formatters' pragmas, nbgrader's markers of a solution or hidden tests
+_PRAGMA = re.compile(r"#\s*(noqa|fmt:|type:|pragma|pylint:|ruff:)|#+\s*(BEGIN|END) (SOLUTION|HIDDEN TESTS)")
+# calls and keywords whose string argument is text on a figure, a printed line, or a message a student meets
 _SHOWN_BY = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate", "set_label", "title",
-             "xlabel", "ylabel"}  # fmt: skip
+             "xlabel", "ylabel", "shown", "uses"}  # fmt: skip
 _SHOWN_AS = {"label", "title"}
+# the call of a notebook's first cell that names its edition, and what the English source gives it
+EDITION_CALL, EDITION_ARGUMENT = "use_edition", f'"{ENGLISH}"'
 
 
 def is_translated_code(cell) -> bool:
     """Whether a cell is code whose comments and sentences an edition translates: code nbgrader neither grades nor
-    restores (no ``solution``, ``grade`` or ``locked`` flag in its nbgrader metadata)."""
+    restores (no ``grade`` or ``locked`` flag in its nbgrader metadata): the notebook's own cells and the answer
+    cells, which are the student's."""
     if cell.get("cell_type") != "code":
         return False
     meta = cell.get("metadata", {}).get("nbgrader", {})
-    return not (isinstance(meta, Mapping) and any(meta.get(flag) for flag in ("solution", "grade", "locked")))
+    return not (isinstance(meta, Mapping) and any(meta.get(flag) for flag in ("grade", "locked")))
+
+
+def _name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _parts(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and, where it picks or joins strings, its strings: each branch of a conditional expression, each
+    value of an ``or``/``and``, each side of a ``+``."""
+    yield node
+    if isinstance(node, ast.IfExp):
+        yield from (*_parts(node.body), *_parts(node.orelse))
+    elif isinstance(node, ast.BoolOp):
+        yield from (part for value in node.values for part in _parts(value))
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from (*_parts(node.left), *_parts(node.right))
 
 
 def _shown(tree: ast.AST) -> Iterator[ast.AST]:
-    """The expressions a student reads: docstrings, and what is given to a call of ``_SHOWN_BY`` or as a
-    ``_SHOWN_AS`` keyword."""
+    """The expressions a student reads: docstrings, what is given to a call of ``_SHOWN_BY`` or as a ``_SHOWN_AS``
+    keyword, and the arguments of an exception a ``raise`` makes (with ``_parts``)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(
             node
         ):
             yield node.body[0].value
         if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            yield from node.args if name in _SHOWN_BY else []
-            yield from (k.value for k in node.keywords if k.arg in _SHOWN_AS)
+            shown = node.args if _name(node) in _SHOWN_BY else []
+            for value in (*shown, *(k.value for k in node.keywords if k.arg in _SHOWN_AS)):
+                yield from _parts(value)
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            yield from (part for arg in node.exc.args for part in _parts(arg))
 
 
 def _is_string(node: ast.AST) -> bool:
@@ -186,7 +238,7 @@ def code_pieces(source: str) -> list[tuple[int, int]]:
         for node in _shown(tree)
         if _is_string(node) and _WORD.search(_text_of(node))
     ]
-    return sorted(pieces)
+    return sorted(set(pieces))
 
 
 def code_messages(source: str) -> Iterator[str]:
@@ -280,19 +332,44 @@ def edition_of(nb) -> str:
     return edition if isinstance(edition, str) and edition in EDITIONS else ENGLISH
 
 
+def edition_tag(source: str, edition: str) -> str:
+    """``source`` with the English argument of its ``use_edition("en")`` call (a notebook's first cell) replaced by
+    ``edition``'s tag, so that the edition's notebook says which it is to posref; anything else as it was."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node) == EDITION_CALL and len(node.args) == 1:
+            arg = node.args[0]
+            line = lines[arg.lineno - 1].encode()
+            if (
+                arg.lineno == arg.end_lineno
+                and line[arg.col_offset : arg.end_col_offset].decode() == EDITION_ARGUMENT
+            ):
+                before = sum(len(x) for x in lines[: arg.lineno - 1]) + len(line[: arg.col_offset].decode())
+                return source[:before] + f'"{edition}"' + source[before + len(EDITION_ARGUMENT) :]
+    return source
+
+
 def edition_notebook(nb, translations: Mapping[str, str], edition: str):
     """A copy of the English notebook ``nb`` as ``edition``: each markdown message replaced by its translation
     (``translations``: msgid -> msgstr; a message without one stays English) and the spans of ``EDITION_SPANS``
-    by the edition's, each message of a translated code cell (``is_translated_code``) by its translation, graded
-    code as it is, and the edition in the notebook's metadata."""
+    and ``EDITION_TEXT``
+    by the edition's, each message of a translated code cell (``is_translated_code``) by its translation and its
+    ``use_edition`` tag by the edition's (``edition_tag``), graded code as it is, and the edition in the notebook's
+    metadata."""
     if edition not in EDITIONS:
         raise ValueError(f"no edition {edition!r}: the editions are {', '.join(EDITIONS)}")
     out = copy.deepcopy(nb)
     for cell in out.cells:
         if cell.cell_type == "markdown":
             text = translate_markdown(cell.source, lambda block: translations.get(block, block))
-            cell.source = _SPAN.sub(lambda m: EDITION_SPANS[m.group(0)].format(tag=edition), text)
+            cell.source = _SPAN.sub(lambda m: _edition_span(m.group(0), edition), text)
         elif is_translated_code(cell):
-            cell.source = translate_code(cell.source, lambda piece: translations.get(piece, piece))
+            cell.source = edition_tag(
+                translate_code(cell.source, lambda piece: translations.get(piece, piece)), edition
+            )
     out.metadata.setdefault("posref", {})["edition"] = edition
     return out

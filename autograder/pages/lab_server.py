@@ -46,6 +46,8 @@ from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
 from tornado import web
 
 from autograder import course
+from autograder.editions.catalogs import EDITIONS_DIR
+from autograder.editions.notebook import ENGLISH, edition_of
 from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized
 from posref_jupyter import offline_math
 
@@ -239,13 +241,15 @@ def template_handler_hashes(folder: Path) -> list[str]:
     )
 
 
-def model_answers(assignment: str, notebook: str) -> dict[str, str]:
+def model_answers(assignment: str, notebook: str, edition: str = ENGLISH) -> dict[str, str]:
     """The source notebook's text of each written answer of ``assignment/notebook``, by grade id: the model
     answer, rubric and usual wrong answers the instructor wrote there (nbgrader releases these cells as
-    "YOUR ANSWER HERE", and feedback shows the student's cell, so students never receive them)."""
+    "YOUR ANSWER HERE", and feedback shows the student's cell, so students never receive them); in ``edition``,
+    the edition's source (``editions/<edition>/solutions/``, the same cells translated)."""
     import nbformat
 
-    path = course.source_dir() / assignment / f"{notebook}.ipynb"
+    folder = course.source_dir() if edition == ENGLISH else EDITIONS_DIR / edition / "solutions"
+    path = folder / assignment / f"{notebook}.ipynb"
     if not path.is_file():
         return {}
     answers = {}
@@ -263,7 +267,8 @@ def model_answers(assignment: str, notebook: str) -> dict[str, str]:
 class SubmissionExporter(CleanMarkdownExporter):
     """nbgrader's formgrade view of a submission (template ``posref_formgrade``, which extends nbgrader's
     ``formgrade``) with the student's cells sanitised, markdown cleaned once rendered, the student's id and
-    names escaped, and each written answer followed by the source notebook's model answer."""
+    names escaped, and each written answer followed by the source notebook's model answer in the language the
+    student answered in (the edition their notebook says it is), the English one a click away."""
 
     def _create_environment(self):
         env = super()._create_environment()
@@ -276,7 +281,10 @@ class SubmissionExporter(CleanMarkdownExporter):
             if isinstance(resources.get(key), str):
                 resources[key] = str(escape(resources[key]))
         if "assignment_id" in resources and "notebook_id" in resources:
-            resources["model_answers"] = model_answers(resources["assignment_id"], resources["notebook_id"])
+            where, edition = (resources["assignment_id"], resources["notebook_id"]), edition_of(nb)
+            resources["model_answers"] = model_answers(*where, edition)
+            resources["english_answers"] = model_answers(*where) if edition != ENGLISH else {}
+            resources["edition"] = edition
         nb, resources = StudentCellsSanitized(enabled=True).preprocess(nb, resources)
         return super().from_notebook_node(nb, resources, **kw)
 

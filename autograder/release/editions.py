@@ -5,11 +5,12 @@
 
 with ``<tag>`` one of ``editions.EDITIONS`` (``zh-TW``, ``zh-CN``) and every file named as in English, so a
 submitted ``01_order.ipynb`` is the same assignment, grade ids and points whatever its edition. The solutions are
-the English ones with their markdown translated (``editions.edition_notebook``); the release is what nbgrader's
-``generate_assignment`` makes of them, as for ``notebooks/``, except that it never touches the gradebook (the one
-gradebook holds the English source: code cells, the only cells nbgrader restores, are the same in every edition)
-and that a written answer's stub (``ClearSolutions.text_stub``) is in the edition's language. The start page is
-released as ``start_page.py`` releases the English one.
+the English ones translated (``editions.edition_notebook``); the release is what nbgrader's ``generate_assignment``
+makes of them, as for ``notebooks/``, except that it never touches the gradebook (the one gradebook holds the
+English source: the graded cells, which nbgrader restores, are the same in every edition) and that a written
+answer's stub (``ClearSolutions.text_stub``) and an answer cell's stub of code (``ClearSolutions.code_stub``: its
+comment and the message every check echoes first) are in the edition's language. The start page is released as
+``start_page.py`` releases the English one.
 
 ``python -m autograder editions build`` writes them all; ``python -m autograder release NAME --lang zh-TW``
 one assignment of one edition (after the English release, which enters it in the gradebook).
@@ -23,10 +24,15 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import REPO, config, tools_on_path
-from autograder.editions.catalogs import LOCALE_DIR, SOURCE_DIR, catalog_path, read_catalog, source_notebooks
-from autograder.editions.notebook import EDITIONS, TEXT_STUB, edition_notebook
-
-EDITIONS_DIR = REPO / "editions"
+from autograder.editions.catalogs import (
+    EDITIONS_DIR,
+    LOCALE_DIR,
+    SOURCE_DIR,
+    catalog_path,
+    read_catalog,
+    source_notebooks,
+)
+from autograder.editions.notebook import CODE_STUB, EDITIONS, TEXT_STUB, edition_notebook
 
 
 def editions_dir() -> Path:
@@ -90,6 +96,7 @@ def release(edition: str, assignments: list[str], *, out: Path = EDITIONS_DIR) -
         step for step in GenerateAssignment.class_traits()["preprocessors"].default() if step is not SaveCells
     ]
     settings.ClearSolutions.text_stub = TEXT_STUB[edition]
+    settings.ClearSolutions.code_stub = {"python": CODE_STUB[edition]}
     api = NbGraderAPI(coursedir=CourseDirectory(config=settings), config=settings)
     written = []
     for assignment in assignments:

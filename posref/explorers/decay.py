@@ -89,7 +89,7 @@ def decay_figure(
             label=_("RoFormer relative upper bound (normalised)"))  # fmt: skip
     ax.axhline(0, color="0.7", lw=0.6)
     ax.set_xlabel(_("distance n - m (query at 0, key at n)"))
-    ax.set_ylabel("score / (|q| |k|)")
+    ax.set_ylabel(_("score / (|q| |k|)"))
     ax.set_xlim(0, max_distance)
     ax.legend(
         fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3

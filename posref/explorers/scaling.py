@@ -244,7 +244,14 @@ class _ScalingView:
             if counts[k]
         )
         self.suptitle.set_text(
-            f"{inspection.name}, s = {factor:g}: head_dim {self.head_dim}, base {self.base:g}, L = {self.original_len:,}\n"
+            _("{name}, s = {factor:g}: head_dim {head_dim}, base {base:g}, L = {length:,}").format(
+                name=inspection.name,
+                factor=factor,
+                head_dim=self.head_dim,
+                base=self.base,
+                length=self.original_len,
+            )
+            + "\n"
             + _("{summary} (of {n} pairs); attention factor {attention_factor:.4g}").format(
                 summary=summary, n=len(pairs), attention_factor=inspection.attention_factor
             )

@@ -22,7 +22,7 @@ import torch
 
 from posref.absolute import sinusoidal_pe
 from posref.attention import scaled_dot_product_attention
-from posref.i18n import _
+from posref.i18n import N_, _
 
 T = TypeVar("T")
 
@@ -136,6 +136,13 @@ class Probe:
     """
 
     KINDS = ("mlp", "attention", "causal", "positions")
+    # each kind as a message says it (the kind is code; its name is said in the student's language)
+    NAMES = {
+        "mlp": N_("mlp"),
+        "attention": N_("attention"),
+        "causal": N_("causal"),
+        "positions": N_("positions"),
+    }
 
     def __init__(self, kind: str, weight: torch.Tensor) -> None:
         if kind not in self.KINDS:
@@ -152,9 +159,10 @@ class Probe:
         return scaled_dot_product_attention(q, k, v, causal=self.kind == "causal")
 
     def describe(self) -> str:
+        name = _(self.NAMES[self.kind])
         if self.kind in ("mlp", "attention"):
-            return _("<{kind} function of x, equivariant>").format(kind=self.kind)
-        return _("<{kind} function of x, not equivariant>").format(kind=self.kind)
+            return _("<{kind} function of x, equivariant>").format(kind=name)
+        return _("<{kind} function of x, not equivariant>").format(kind=name)
 
     def to_wire(self) -> dict:
         return {"__probe__": self.kind, "weight": self.weight}

@@ -17,7 +17,9 @@ import pytest
 from autograder.course import REPO
 from autograder.editions.catalogs import START_PAGE, source_notebooks
 from autograder.editions.notebook import (
+    CODE_STUB,
     EDITION_SPANS,
+    EDITION_TEXT,
     EDITIONS,
     ENGLISH,
     TEXT_STUB,
@@ -90,7 +92,8 @@ def test_an_edition_notebook_translates_markdown_and_what_code_cells_say_but_no_
 @pytest.mark.parametrize("edition", list(EDITIONS))
 def test_an_editions_start_page_sends_its_student_to_the_editions_folder_and_commands(edition):
     """The start page's `work/`, `make lab`, `notebooks/` and `posref update` are the edition's: `work-zh-TW/`, `make
-    lab EDITION=zh-TW`, ... (what `posref lab --lang` opens), in its translated text."""
+    lab EDITION=zh-TW`, ... (what `posref lab --lang` opens), in its translated text; so are the stubs it shows
+    and the line an unfinished exercise stops with."""
     text = "\n".join(
         c.source
         for c in nbformat.read(EDITIONS_DIR / edition / "notebooks" / "00_start.ipynb", as_version=4).cells
@@ -100,6 +103,11 @@ def test_an_editions_start_page_sends_its_student_to_the_editions_folder_and_com
     for span, theirs in EDITION_SPANS.items():
         if span in english:
             assert theirs.format(tag=edition) in text and span not in text, span
+    for (
+        span,
+        theirs,
+    ) in EDITION_TEXT.items():  # the stubs and the unfinished exercise's line as the edition has them
+        assert span in english and theirs[edition] in text and span not in text, span
 
 
 class _Unworded(ast.NodeTransformer):
@@ -123,10 +131,10 @@ def _code_without_words(source: str) -> str:
 @pytest.mark.parametrize("name", list(NOTEBOOKS))
 def test_an_editions_code_is_the_english_code(name, edition, kind):
     """Same file name, same cells in the same order (ids, types, nbgrader metadata: grade ids and points), every
-    graded code cell (answers, tests) identical in the committed JSON; the other code cells the same code as the
-    English, only their comments and string literals may differ (translated), their metadata and outputs the same;
-    markdown differs (and a written answer's checksum, which nbgrader computes from the edition's stub in the
-    release), and the notebook says its edition."""
+    graded code cell (tests) identical in the committed JSON; the other code cells, answer cells included, the same
+    code as the English, only their comments and string literals may differ (translated; a stub's too), their
+    metadata and outputs the same; markdown differs (and an answer's checksum, which nbgrader computes from the
+    edition's stub in the release), and the notebook says its edition."""
     english = REPO / kind / _relative(name)
     path = EDITIONS_DIR / edition / kind / _relative(name)
     ours, theirs = _cells(path), _cells(english)
@@ -140,6 +148,8 @@ def test_an_editions_code_is_the_english_code(name, edition, kind):
                 f"{path}: code cell {source['id']} does not run the English code"
             )
             rest = [{k: v for k, v in c.items() if k != "source"} for c in (mine, source)]
+            for cell in rest:  # an answer's checksum is of the edition's stub
+                cell["metadata"].get("nbgrader", {}).pop("checksum", None)
             assert rest[0] == rest[1], f"{path}: code cell {source['id']}: metadata or outputs differ"
         else:
             grading = {k: v for k, v in source["metadata"].get("nbgrader", {}).items() if k != "checksum"}
@@ -167,6 +177,11 @@ def test_an_editions_release_hides_its_answers(name, edition):
     for cell in nbformat.read(release, as_version=4).cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "markdown":
             assert cell.source == TEXT_STUB[edition]
+        elif cell.metadata.get("nbgrader", {}).get("solution"):
+            assert all(line in cell.source for line in CODE_STUB[edition].split("\n")), (
+                cell.source
+            )  # indented
+            assert "not done yet" not in cell.source
     for answer in answers:
         assert answer.source.split("\n\n")[-1] not in text
 

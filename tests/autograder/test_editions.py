@@ -9,6 +9,7 @@ import nbformat
 
 from autograder.editions.notebook import (
     code_messages,
+    edition_tag,
     is_translated_code,
     markdown_messages,
     protected_parts,
@@ -142,13 +143,65 @@ def test_translating_code_changes_its_messages_and_nothing_else():
     assert translate_code("def broken(:\n    # a comment", str.upper) == "def broken(:\n    # a comment"
 
 
-def test_graded_cells_are_never_translated():
+def test_graded_cells_are_never_translated_and_answer_cells_are():
     cell = nbformat.v4.new_code_cell("print('a sentence')  # a comment")
     assert is_translated_code(cell)
-    for flags in ({"solution": True}, {"grade": True, "locked": True}, {"locked": True}):
+    for flags in ({"grade": True, "locked": True}, {"locked": True}, {"grade": True, "solution": True}):
         cell.metadata["nbgrader"] = {"grade_id": "x", **flags}
         assert not is_translated_code(cell)
+    cell.metadata["nbgrader"] = {"grade_id": "x", "solution": True}  # an answer: the student's to write
+    assert is_translated_code(cell)
     assert not is_translated_code(nbformat.v4.new_markdown_cell("text"))
+
+
+SAID = '''from posref.notebook import shown, uses
+
+errors = {shown("no mask"): [], "causal mask": []}
+print("fast mode:", "on (POSREF_FAST=1)" if FAST else "off")
+print("Chinese in figures:", cjk_font() or "no CJK font here")
+ax.set_title(" ".join(words) + ": attention weights")
+with uses("Exercise 2 (its per-pair form)"):
+    names = [shown(f"key {w}") for w in words]
+
+
+def answer(x):
+    """What the student writes."""
+    ### BEGIN SOLUTION
+    if x < 0:
+        raise IndexError(f"position {x} has no row")  # the model answer's message
+    ### END SOLUTION
+    raise NotImplementedError("not done yet")
+'''
+
+
+def test_marked_sentences_the_branches_of_what_is_shown_and_raised_messages_are_messages():
+    """What a student reads though the code keeps it (``shown``), names an exercise with (``uses``), picks
+    (``if``/``or``), joins (``+``) or raises; not nbgrader's markers, not a key left unmarked."""
+    assert list(code_messages(SAID)) == [
+        '"no mask"',
+        '"fast mode:"',
+        '"on (POSREF_FAST=1)"',
+        '"off"',
+        '"Chinese in figures:"',
+        '"no CJK font here"',
+        '": attention weights"',
+        '"Exercise 2 (its per-pair form)"',
+        'f"key {w}"',
+        '"""What the student writes."""',
+        'f"position {x} has no row"',
+        "# the model answer's message",
+        '"not done yet"',
+    ]
+
+
+def test_a_notebooks_first_cell_names_the_edition_it_is_in():
+    english = (
+        'import posref.notebook\n\nposref.notebook.use_edition("en")  # this notebook\'s language\nx = "en"\n'
+    )
+    assert edition_tag(english, "zh-TW") == english.replace('use_edition("en")', 'use_edition("zh-TW")')
+    assert edition_tag("use_edition('en')", "zh-CN") == "use_edition('en')"  # only the source's spelling
+    assert edition_tag("print('no call')", "zh-CN") == "print('no call')"
+    assert edition_tag("def broken(:", "zh-CN") == "def broken(:"
 
 
 def test_a_code_translation_keeps_its_literal_kind_fields_and_numbers():

@@ -136,22 +136,22 @@ WRONG_CALLS = {
     "t5 buckets, bidirectional": (
         lambda: posref.t5_relative_position_bucket(torch.arange(3), num_buckets=3),
         "num_buckets must be >= 4 (bidirectional: at least one exact and one log bucket per direction), got 3",
-        "num_buckets 必須 >= 4（雙向：每個方向至少一個精確桶和一個對數桶），得到的是 3",
-        "num_buckets 必须 >= 4（双向：每个方向至少一个精确桶和一个对数桶），得到的是 3",
+        "num_buckets 必須 >= 4（雙向：每個方向至少一個精確桶和一個對數桶），但傳入的是 3",
+        "num_buckets 必须 >= 4（双向：每个方向至少一个精确桶和一个对数桶），但传入的是 3",
     ),
     "t5 buckets, one direction": (
         lambda: posref.t5_relative_position_bucket(
             torch.arange(3), bidirectional=False, num_buckets=8, max_distance=4
         ),
         "max_distance must exceed the 4 exactly bucketed distances (num_buckets=8), got max_distance=4",
-        "max_distance 必須大於精確分桶的 4 個距離（num_buckets=8），得到的是 max_distance=4",
-        "max_distance 必须大于精确分桶的 4 个距离（num_buckets=8），得到的是 max_distance=4",
+        "max_distance 必須大於精確分桶的 4 個距離（num_buckets=8），但傳入的是 max_distance=4",
+        "max_distance 必须大于精确分桶的 4 个距离（num_buckets=8），但传入的是 max_distance=4",
     ),
     "scaling: factor below 1": (
         lambda: posref.rope_frequencies(64, scaling={"rope_type": "linear", "factor": 0.5}),
         "rope_type 'linear': factor must be >= 1 (it stretches the context by that much), got 0.5",
-        "rope_type 'linear'：factor 必須 >= 1（context 被拉長的倍數），得到的是 0.5",
-        "rope_type 'linear'：factor 必须 >= 1（上下文被拉长的倍数），得到的是 0.5",
+        "rope_type 'linear'：factor 必須 >= 1（context 被拉長的倍數），但傳入的是 0.5",
+        "rope_type 'linear'：factor 必须 >= 1（上下文被拉长的倍数），但传入的是 0.5",
     ),
     "scaling: unknown method": (
         lambda: posref.rope_frequencies(64, scaling={"rope_type": "nope"}),
@@ -162,14 +162,14 @@ WRONG_CALLS = {
     "config: not a dict": (
         lambda: posref.rope_from_config(["rope_theta"]),
         "config must be a dict (a parsed config.json), got list",
-        "config 必須是 dict（解析過的 config.json），得到的是 list",
-        "config 必须是 dict（解析过的 config.json），得到的是 list",
+        "config 必須是 dict（解析過的 config.json），但傳入的是 list",
+        "config 必须是 dict（解析过的 config.json），但传入的是 list",
     ),
     "explorer: a head out of range": (
         lambda: bias_heatmap_figure(head=9, n_heads=4),
         "head must be an int in [0, 4) (one of the 4 heads), got 9",
-        "head 必須是 [0, 4) 中的整數（4 個 head 之一），得到的是 9",
-        "head 必须是 [0, 4) 中的整数（4 个头之一），得到的是 9",
+        "head 必須是 [0, 4) 中的整數（4 個 head 之一），但傳入的是 9",
+        "head 必须是 [0, 4) 中的整数（4 个头之一），但传入的是 9",
     ),
     "longrope search: parents": (
         lambda: posref.longrope_search(

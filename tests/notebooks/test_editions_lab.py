@@ -458,3 +458,46 @@ def test_a_failing_check_speaks_the_editions_language(chromium, zh_tw_lab, tmp_p
             page.screenshot(path=str(shots / "zh-TW_checker_message_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
+
+
+RIGHT_ATTENTION = """def attention(q, k, v, causal=False):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if causal:
+        tq, tk = scores.shape[-2:]
+        future = torch.ones(tq, tk, dtype=torch.bool, device=scores.device).triu(tk - tq + 1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # Run All of 01 up to its second exercise: the check and the timed rounds of the first
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
+def test_a_speed_cell_speaks_the_editions_language(chromium, zh_tw_lab, tmp_path):  # noqa: F811
+    """A zh-TW student's right answer in 01, run with Run All in JupyterLab: the locked speed cell (the English
+    cell, byte for byte) prints posref's line in zh-TW, its budget and shape with it (issue 38.1); saved as
+    zh-TW_speed_line.png."""
+    server, shots = zh_tw_lab, _shot_dir(tmp_path)
+    relative = "01_order/01_order.ipynb"
+    nb = nbformat.read(server.root / relative, as_version=4)
+    (stub,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
+    stub.source = RIGHT_ATTENTION.rstrip()
+    nbformat.write(nb, server.root / relative)
+    stopped = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"  # at the next stub
+    printed = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']"
+    with browser_page(chromium, server.home, height=700) as page:
+        try:
+            run_all(page, server, relative, stopped)
+            line = page.locator(printed, has_text="參考實作").first
+            text = line.inner_text()
+            assert re.fullmatch(
+                r"你的 attention 花了參考實作 [\d.]+ 倍的時間（速度預算 [\d.]+ 倍，q, k, v 的形狀為 \([\d, ]+\)）\s*",
+                text,
+            ), text
+            line.scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook').scrollBy(0, -200)")
+            page.screenshot(path=str(shots / "zh-TW_speed_line.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "zh-TW_speed_line_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise

@@ -228,3 +228,66 @@ def test_an_assignment_released_by_the_course_reads_released():
     released, draft, other = json.loads(lab_server.released_as_the_course_says(body, {"01_order"}))
     assert (released["status"], draft["status"], other["status"]) == ("released", "draft", "draft")
     assert lab_server.released_as_the_course_says(b"not json", {"01_order"}) == b"not json"
+
+
+@pytest.mark.parametrize(
+    ("edition", "words"),
+    [
+        ("en", ["01_order (Score: 3.0 / 4.0)", "Test cell", "Written response", "Student's answer"]),
+        ("zh-TW", ["01_order（分數：3.0 / 4.0）", "測試儲存格", "文字作答", "學生的答案", "（回到頂端）"]),
+        ("zh-CN", ["01_order（分数：3.0 / 4.0）", "测试单元格", "文字作答", "学生的答案", "（回到顶部）"]),
+    ],
+)
+def test_the_feedback_page_speaks_the_edition_the_student_handed_in(edition, words, monkeypatch, tmp_path):
+    """Its lang attribute and nbgrader's headings and labels (issue 38.10: "01_order (Score: 0.0 / 10.0)", "Test
+    cell", "Written response" and lang="" on a zh-TW student's page); the student's cells as they were."""
+    from nbgrader.converters import GenerateFeedback
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.course import CONFIG
+    from autograder.pages.feedback import EditionOfThePage
+
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    config = PyFileConfigLoader(str(CONFIG)).load_config()
+    graded = {"grade_id": "test_attention", "grade": True, "locked": True, "points": 3, "score": 3}
+    written = {"grade_id": "q_two_layers", "grade": True, "solution": True, "points": 1, "score": 0}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("check_attention(attention)", metadata={"nbgrader": graded}),
+        nbformat.v4.new_markdown_cell("My answer: Score: 5", metadata={"nbgrader": written}),
+    ])  # fmt: skip
+    nb.metadata["posref"] = {"edition": edition}
+    resources = {"nbgrader": {"notebook": "01_order", "score": 3, "max_score": 4, "late_penalty": 0}}
+    nb, resources = EditionOfThePage(enabled=True).preprocess(nb, resources)
+    config.merge(GenerateFeedback(config=config).config)  # what nbgrader adds: where its bootstrap.css lies
+    html, _ = config.GenerateFeedback.exporter_class(config=config).from_notebook_node(
+        nb, resources=resources
+    )
+    assert f'<html lang="{edition}">' in html
+    for word in words:
+        assert word in html, word
+    assert "My answer: Score: 5" in html  # what the student wrote is not translated
+    if edition != "en":
+        assert "Test cell" not in html and "Written response" not in html and "(Top)" not in html
+
+
+@pytest.mark.parametrize("edition", ["zh-TW", "zh-CN"])
+def test_a_grader_reads_the_key_in_the_students_edition_and_the_english_one_a_click_away(
+    edition, monkeypatch
+):
+    """A zh-TW student's written answer is followed by the zh-TW model answer and rubric (the edition's source),
+    the English key inside a <details> (issue 38.10: the English key followed every edition's answer)."""
+    translated = REPO / "editions" / edition / "solutions" / "01_order" / "01_order.ipynb"
+    english = lab_server.model_answers("01_order", "01_order")
+    theirs = lab_server.model_answers("01_order", "01_order", edition)
+    assert set(theirs) == set(english) and all(theirs[g] != english[g] for g in english)
+    _, html = _rendered(nbformat.read(translated, as_version=4), monkeypatch)
+    key = html.index("posref-model-answer")
+    shown, hidden = (
+        html.index("參考答案" if edition == "zh-TW" else "参考答案", key),
+        html.index("<details", key),
+    )
+    assert shown < hidden < html.index("Model answer.", hidden)  # the edition's key first, then the English
+    _, html = _rendered(nbformat.read(SOLUTION, as_version=4), monkeypatch)
+    assert (
+        "posref-model-answer" in html and "<details" not in html
+    )  # an English answer: the English key alone

@@ -167,3 +167,22 @@ def test_the_readme_check_refuses_what_the_course_lacks():
     ):
         with pytest.raises((AssertionError, SystemExit)):
             _check_command(list(wrong))
+
+
+@pytest.mark.parametrize(
+    ("readme", "editions"),
+    [("README.md", ("zh-TW", "zh-CN")), ("README.zh-TW.md", ("zh-TW",)), ("README.zh-CN.md", ("zh-CN",))],
+)
+def test_each_readme_names_the_fonts_its_editions_figures_take_in_order(readme, editions):
+    """An edition's figures take the first family of its script in its FONT_ORDER that the machine has: the README
+    names its first family, and the families of its script it names in that order (issue 38.6)."""
+    from posref.explorers import fonts
+
+    text = (REPO / readme).read_text(encoding="utf-8")
+    for edition in editions:
+        script = fonts.FONT_ORDER[edition][
+            : len(fonts._SIMPLIFIED if edition == "zh-CN" else fonts._TRADITIONAL)
+        ]
+        named = [family for family in script if family in text]
+        assert script[0] in named and len(named) >= 3, (readme, edition, named)
+        assert sorted(named, key=text.index) == named, (readme, edition)
