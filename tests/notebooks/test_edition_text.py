@@ -44,7 +44,7 @@ KEPT = {
     " per_position_loss's argument, the libraries": {
         "learned", "sinusoidal", "alibi", "t5", "rope", "nope", "half", "interleaved", "pi", "ntk", "yarn",
         "longrope", "llama", "cpu", "cuda", "attention", "logits", "posref", "torch"},
-    "names: the font a figure uses (00 prints it), the programming language": {"Noto", "Sans", "Python"},
+    "names: the font a figure uses (00 prints it), the programming language, a model 08 reads": {"Noto", "Sans", "Python", "Gemma"},
 }  # fmt: skip
 GLYPH = re.compile(r"missing from font|does not have a glyph", re.IGNORECASE)
 
