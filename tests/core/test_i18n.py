@@ -192,7 +192,7 @@ def test_a_core_input_error_speaks_the_students_language():
     from posref import alibi_slopes
 
     i18n.set_language("zh-CN")
-    with pytest.raises(ValueError, match=r"^n_heads 必须是正整数（int），得到的是 0$"):
+    with pytest.raises(ValueError, match=r"^n_heads 必须是正整数（int），但传入的是 0$"):
         alibi_slopes(0)
 
 
