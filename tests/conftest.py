@@ -25,6 +25,7 @@ in pyproject.toml), decided here (``pytest_collection_modifyitems``):
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import json
 import os
@@ -33,7 +34,7 @@ import stat
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -131,6 +132,47 @@ def assert_close(
             f"{what}: max abs error {err.max().item():.3e}; first failure at {idx}: "
             f"got {a[idx].item():.8g}, expected {e[idx].item():.8g} (atol={atol}, rtol={rtol})"
         )
+
+
+def _made_once_per_run(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The folder ``name``, made by ``make(folder)`` once for the whole run: the first of pytest-xdist's workers to
+    ask makes it under a lock, the others wait and use it (their temporary folders are siblings). It is only read:
+    a test copies it to change it."""
+    base = factory.getbasetemp()
+    root = base.parent if _in_a_worker(request.config) else base
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not folder.is_dir():
+            scratch = root / f"{name}-{os.getpid()}"  # a make that fails half-way leaves no folder behind
+            shutil.rmtree(scratch, ignore_errors=True)
+            make(scratch)
+            scratch.rename(folder)
+    return folder
+
+
+def demo_environment(monkeypatch: pytest.MonkeyPatch, course: Path) -> None:
+    """The course folder ``course`` with the autograder's demo assignment (``autograder/demo/source``) as its source."""
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
+    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
+
+
+@pytest.fixture(scope="session")
+def released_demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A course folder with the demo assignment (positions) released, made once for the run: copy it
+    (``shutil.copytree``) to grade in it. nbgrader takes seconds of CPU to release, a minute on a loaded machine."""
+
+    def release_into(course: Path) -> None:
+        from autograder.release.assignment import release
+
+        with pytest.MonkeyPatch.context() as mp:
+            demo_environment(mp, course)
+            release("positions")
+
+    return _made_once_per_run(request, tmp_path_factory, "released-demo", release_into)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import demo_environment
 from nbgrader.api import Gradebook
 
 from autograder.course import REPO
@@ -64,23 +65,6 @@ def run_command(*args: str) -> SimpleNamespace:
             if isinstance(exit.code, str):
                 print(exit.code, file=sys.stderr)
     return SimpleNamespace(returncode=status or 0, stdout=out.getvalue(), stderr=err.getvalue())
-
-
-def demo_environment(monkeypatch, course: Path) -> None:
-    """The course folder ``course`` with the demo assignment (``autograder/demo/source``) as its source."""
-    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
-    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
-    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
-
-
-def release_demo(course: Path) -> Path:
-    """``course`` with the demo assignment released (nbgrader takes seconds: make it once, copy it per test)."""
-    from autograder.release.assignment import release
-
-    with pytest.MonkeyPatch.context() as mp:
-        demo_environment(mp, course)
-        release("positions")
-    return course
 
 
 def hand_in(released: Path, course: Path, monkeypatch, answers: dict[str, dict[str, str]]) -> Path:

@@ -15,39 +15,23 @@ import threading
 import time
 
 import pytest
+from conftest import demo_environment
 from distributed import Client
 
 from autograder.demo.build import write_submissions
 from autograder.grading.cluster import LoopbackCluster
 from autograder.grading.grade import autograde
 from autograder.intake.submissions import import_submissions
-from autograder.release.assignment import release
 
 pytestmark = pytest.mark.slow
 CELL_TIMEOUT = 20.0
 
 
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    """A course with the demo assignment released (nbgrader takes seconds): each test grades a copy of it."""
-    course = tmp_path_factory.mktemp("released")
-    with pytest.MonkeyPatch.context() as mp:
-        _demo_env(mp, course)
-        release("positions")
-    return course
-
-
-def _demo_env(monkeypatch, course) -> None:
-    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
-    monkeypatch.setenv("POSREF_SOURCE_DIR", "autograder/demo/source")
-    monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
-
-
-def _class(released, tmp_path, monkeypatch, students: dict[str, str]):
-    """A copy of the released course with ``students`` (id -> the demo submission they hand in) imported."""
+def _class(released_demo, tmp_path, monkeypatch, students: dict[str, str]):
+    """A copy of the released demo course with ``students`` (id -> the demo submission they hand in) imported."""
     course = tmp_path / "course"
-    shutil.copytree(released, course)
-    _demo_env(monkeypatch, course)
+    shutil.copytree(released_demo, course)
+    demo_environment(monkeypatch, course)
     examples = tmp_path / "examples"
     write_submissions(
         course / "release" / "positions" / "positions.ipynb", examples, sorted(set(students.values()))
@@ -89,10 +73,10 @@ def _kill_when_busy(cluster: LoopbackCluster, name: str, spare: str, killed: lis
 
 
 def test_a_class_graded_over_dask_gets_what_a_local_run_gives_although_a_worker_dies(
-    released, tmp_path, monkeypatch
+    released_demo, tmp_path, monkeypatch
 ):
     students = {"ann": "correct", "ben": "partial", "cat": "exit", "dan": "corrupt"}
-    course = _class(released, tmp_path, monkeypatch, students)
+    course = _class(released_demo, tmp_path, monkeypatch, students)
     local = {r["student"]: r for r in autograde("positions", workers=2, cell_timeout=CELL_TIMEOUT)}
     assert sorted(local) == sorted(students)
     assert [local[s]["notebooks"][0]["score"] for s in sorted(students)] == [6.0, 2.0, 4.0, None]
@@ -117,9 +101,9 @@ def test_a_class_graded_over_dask_gets_what_a_local_run_gives_although_a_worker_
 
 
 def test_a_scheduler_that_goes_away_ends_the_run_and_the_next_run_grades_the_rest(
-    released, tmp_path, monkeypatch
+    released_demo, tmp_path, monkeypatch
 ):
-    course = _class(released, tmp_path, monkeypatch, {"a": "partial", "b": "exit", "c": "correct"})
+    course = _class(released_demo, tmp_path, monkeypatch, {"a": "partial", "b": "exit", "c": "correct"})
     records = course / "records" / "positions"
     with LoopbackCluster(workers=1) as cluster:
 

@@ -18,6 +18,7 @@ import io
 import json
 import os
 import re
+import shutil
 import tarfile
 import zipfile
 from datetime import datetime, timedelta, timezone
@@ -25,12 +26,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import demo_environment
 from course_helpers import assert_safe_csv, needs_bwrap, run_command
 
 from autograder.course import REPO, gradebook
 from autograder.demo.submissions import PE, ROPE
 from autograder.intake.unpack import MAX_FILE
-from autograder.release.assignment import release
 
 pytestmark = [pytest.mark.slow, needs_bwrap]
 
@@ -105,16 +106,14 @@ def _damage(path: Path, marker: bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def hostile_class(tmp_path_factory):
+def hostile_class(released_demo, tmp_path_factory):
     """Every command on one class; returns (course, {step: CompletedProcess}, outside folder)."""
     tmp = tmp_path_factory.mktemp("hostile")
     course, outside = tmp / "deep" / "er" / "course", tmp / "deep"
-    course.mkdir(parents=True)
+    shutil.copytree(released_demo, course)
     mp = pytest.MonkeyPatch()
-    for name, value in [("POSREF_COURSE_DIR", course), ("POSREF_SOURCE_DIR", "autograder/demo/source"),
-                        ("POSREF_RELEASE_DIR", course / "release"), ("POSREF_FAST", "1")]:  # fmt: skip
-        mp.setenv(name, str(value))
-    release("positions")
+    demo_environment(mp, course)
+    mp.setenv("POSREF_FAST", "1")
     with gradebook() as gb:
         gb.update_or_create_assignment("positions", duedate=DUE.replace(tzinfo=None))
     released = course / "release" / "positions" / "positions.ipynb"

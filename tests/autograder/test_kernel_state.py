@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_command
+from course_helpers import hand_in, needs_bwrap, plain_child, run_command
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
@@ -181,11 +181,6 @@ def test_without_the_refused_calls_the_next_child_finds_what_the_last_one_left(t
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    return release_demo(tmp_path_factory.mktemp("released"))
-
-
-@pytest.fixture(scope="module")
 def in_process_worker():
     """A Dask scheduler and one worker thread in this process: every student is graded by the same worker, so by
     children of the same fork server, one after the other."""
@@ -195,9 +190,9 @@ def in_process_worker():
 
 @needs_bwrap
 def test_a_child_leaves_nothing_for_the_next_student_nor_on_the_host(
-    released, in_process_worker, tmp_path, monkeypatch
+    released_demo, in_process_worker, tmp_path, monkeypatch
 ):
-    course = hand_in(released, tmp_path / "course", monkeypatch, {
+    course = hand_in(released_demo, tmp_path / "course", monkeypatch, {
         "attacker": {"sinusoidal_pe": ATTACKER, "apply_rope": ROPE},
         "spy": {"sinusoidal_pe": SPY, "apply_rope": ROPE},
         "classmate": {"sinusoidal_pe": PE, "apply_rope": ROPE},

@@ -21,7 +21,7 @@ import os
 import signal
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, release_demo, run_command
+from course_helpers import hand_in, needs_bwrap, plain_child, run_command
 from distributed import LocalCluster
 from nbgrader.api import Gradebook
 
@@ -35,11 +35,6 @@ from posref.grading.child.remote import Child
 pytestmark = [needs_bwrap, pytest.mark.xdist_group("sandbox")]  # the group: see tests/conftest.py
 CORRECT = {"sinusoidal_pe": PE, "apply_rope": ROPE}
 XCPU = "killed by signal 24 (CPU time limit)"
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    return release_demo(tmp_path_factory.mktemp("released"))
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +113,11 @@ def test_cpu_seconds_is_what_a_process_used_and_worn_is_half_its_limit(tmp_path)
 
 
 def test_a_reference_killed_by_its_cpu_limit_mid_check_is_started_again_and_the_student_keeps_the_point(
-    released, in_process_worker, no_reference_yet, tmp_path, monkeypatch
+    released_demo, in_process_worker, no_reference_yet, tmp_path, monkeypatch
 ):
-    course = hand_in(released, tmp_path / "course", monkeypatch, {"alice": CORRECT, "classmate": CORRECT})
+    course = hand_in(
+        released_demo, tmp_path / "course", monkeypatch, {"alice": CORRECT, "classmate": CORRECT}
+    )
     killed = []
 
     def kill_in_the_first_check(child, n):
@@ -141,9 +138,9 @@ def test_a_reference_killed_by_its_cpu_limit_mid_check_is_started_again_and_the_
 
 
 def test_a_reference_killed_while_it_starts_is_started_again(
-    released, in_process_worker, no_reference_yet, tmp_path, monkeypatch
+    released_demo, in_process_worker, no_reference_yet, tmp_path, monkeypatch
 ):
-    course = hand_in(released, tmp_path / "course", monkeypatch, {"alice": CORRECT})
+    course = hand_in(released_demo, tmp_path / "course", monkeypatch, {"alice": CORRECT})
     real, starts = record._Children._start, []
 
     def first_start_dies(self, cells, deadline, files=(), **options):
@@ -159,9 +156,11 @@ def test_a_reference_killed_while_it_starts_is_started_again(
 
 
 def test_a_reference_that_cannot_be_had_makes_could_not_grade_and_the_next_student_is_graded(
-    released, in_process_worker, no_reference_yet, tmp_path, monkeypatch
+    released_demo, in_process_worker, no_reference_yet, tmp_path, monkeypatch
 ):
-    course = hand_in(released, tmp_path / "course", monkeypatch, {"alice": CORRECT, "classmate": CORRECT})
+    course = hand_in(
+        released_demo, tmp_path / "course", monkeypatch, {"alice": CORRECT, "classmate": CORRECT}
+    )
     real = record._Children._start
 
     def reference_dies(self, cells, deadline, files=(), **options):
@@ -185,7 +184,7 @@ def test_a_reference_that_cannot_be_had_makes_could_not_grade_and_the_next_stude
 
 
 def test_a_worker_grading_thousands_of_speed_checks_keeps_its_reference_child(
-    released, in_process_worker, no_reference_yet, tmp_path, monkeypatch
+    released_demo, in_process_worker, no_reference_yet, tmp_path, monkeypatch
 ):
     """A check costs the reference child about 0.1 s of CPU (measured on the 2-core machine): its 600 s ran out
     after some 5,000 checks. Here each of its timed rounds is charged 20 s more (a student's grading, 5-14 rounds,
@@ -194,7 +193,7 @@ def test_a_worker_grading_thousands_of_speed_checks_keeps_its_reference_child(
     rounds of issue 26, 700 s), and it must never get there. (At 8 s a round, the rounds of issue 26 reached only
     280 s for the five: no renewal was ever needed, and this test failed for that reason.)"""
     students = [f"s{i}" for i in range(5)]
-    course = hand_in(released, tmp_path / "course", monkeypatch, dict.fromkeys(students, CORRECT))
+    course = hand_in(released_demo, tmp_path / "course", monkeypatch, dict.fromkeys(students, CORRECT))
     limit, charged, seen = Limits().cpu_seconds, {}, []
     real_cpu = sandbox.cpu_seconds
 

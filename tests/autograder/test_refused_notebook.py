@@ -8,10 +8,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
-from course_helpers import assert_safe_csv, needs_bwrap, release_demo, run_command
+from course_helpers import assert_safe_csv, needs_bwrap, run_command
 
 from autograder.demo.submissions import PE, ROPE
 
@@ -57,11 +59,11 @@ def _hostile(released) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def refused(tmp_path_factory):
+def refused(released_demo, tmp_path_factory):
     """The demo course: the three students above, then zed (correct, graded last: ids in order), imported,
     graded, given feedback and exported -> (course, {step: result})."""
     tmp = tmp_path_factory.mktemp("refused")
-    course = release_demo(tmp / "course")
+    course = Path(shutil.copytree(released_demo, tmp / "course"))
     released = course / "release" / "positions" / "positions.ipynb"
     mp = pytest.MonkeyPatch()
     for name, value in [("POSREF_COURSE_DIR", course), ("POSREF_SOURCE_DIR", "autograder/demo/source"),

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from course_helpers import assert_safe_csv, demo_environment, full_marks, release_demo, run_command
+from conftest import demo_environment
+from course_helpers import assert_safe_csv, full_marks, run_command
 
 from autograder.grading import grade
 from autograder.intake import site_users
@@ -43,14 +44,14 @@ HUGE = bytes(40 * 2**20)  # a notebook over the bound on one submission (32 MiB)
 
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory) -> Path:
+def graded_class(released_demo, tmp_path_factory) -> Path:
     """The demo assignment, due ``DUE``: Canvas users 111 (smithjane, on time) and 222 (weili, LATE), Moodle
     participants 5001 (Jane Doe, ``LATE_BY`` late) and 5002 (Ann Lee, on time), graded with full marks (6
     points); dave is on the roster and handed in nothing. Refused at import: Canvas 333 (bigfile: a notebook
     over the bound), then, in a second download, Canvas 444 (another 'smithjane': that id is a roster student's)
     and weili again (over the bound: her graded submission stays)."""
     base = tmp_path_factory.mktemp("sites")
-    course = release_demo(base / "course")
+    course = Path(shutil.copytree(released_demo, base / "course"))
     released = (course / "release" / "positions" / NOTEBOOK).read_bytes()
     with pytest.MonkeyPatch.context() as mp:
         demo_environment(mp, course)

@@ -362,10 +362,11 @@ def _by_parts_closed_form(head_dim, base, params, seq_len=None):
 
 
 def _transformers_frequencies(rope_type):
-    """The transformers library's own init function for that type (yarn, llama3): an independent oracle."""
-    hf_reference = pytest.importorskip("hf_reference")
+    """The transformers library's own init function for that type (yarn, llama3): an independent oracle, imported
+    when the test calls it (seconds of CPU: not in every worker's collection)."""
 
     def fn(head_dim, base, params, seq_len=None):
+        hf_reference = pytest.importorskip("hf_reference")
         inv_freq, factor = hf_reference.hf_init(
             hf_reference.hf_config(head_dim, base=base, scaling={"rope_type": rope_type, **params}),
             seq_len=seq_len,
