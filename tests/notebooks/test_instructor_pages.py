@@ -2,12 +2,13 @@
 
 One course for the module: 01_order released, ``mallory`` hands in a correct notebook whose written answer, outputs,
 metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasion shapes), ``trudy`` hands in one
-whose nbgrader metadata nbgrader refuses (markup in it), then ``bob``, a correct
-classmate, is graded after her. One ``python -m autograder lab`` serves every test. Each page is opened with every
-request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed title, no
-dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade saved, the
-model answer beside the student's, the Autograde button grading, a submission's score of record), interactive
-kernels do not grade, and nothing is written into the checkout (last, after every other use of the server).
+whose nbgrader metadata nbgrader refuses (markup in it), both graded in one run, then ``bob``, a correct classmate,
+is graded after them in a run of his own. One ``python -m autograder lab`` serves every test. Each page is opened
+with every request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed
+title, no dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade
+saved, the model answer beside the student's, the Autograde button grading, a submission's score of record),
+interactive kernels do not grade, and nothing is written into the checkout (last, after every other use of the
+server).
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ class Course:
             hostile_files(folder, FILE_SIGNAL)
         nh.autograder("import", str(folder.parent.parent), env=self.env)
 
-    def autograde(self, student: str) -> None:
-        nh.autograder("autograde", ASSIGNMENT, "--student", student, "--workers", "1", env=self.env)
+    def autograde(self, student: str | None = None) -> None:
+        """Grade ``student``, or (None) every student handed in and not graded yet, in one run."""
+        chosen = ("--student", student) if student else ()
+        nh.autograder("autograde", ASSIGNMENT, *chosen, "--workers", "1", env=self.env)
 
     def grades(self, student: str) -> dict[str, tuple]:
         with Gradebook(f"sqlite:///{self.dir / 'gradebook.db'}") as gb:
@@ -127,9 +130,8 @@ def _built(course: Course) -> Course:
     nh.autograder("release", ASSIGNMENT, env=course.env)
     hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
     course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
-    course.autograde("mallory")
     course.hand_in("trudy", _refused_metadata(_own_answers(nbformat.read(SOLUTION, as_version=4), "trudy")))
-    course.autograde("trudy")
+    course.autograde()  # both in one run (a run costs seconds of start-up)
     bob = nbformat.read(SOLUTION, as_version=4)
     for cell in bob.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
