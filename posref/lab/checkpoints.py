@@ -44,6 +44,22 @@ CHECKPOINT_METHODS: dict[str, dict[str, Any]] = {
     "rope": {"method": "rope", "rope_base": 50.0},
     "nope": {"method": "nope"},
 }
+# Two layouts of today's models at the toy's size (notebook 08, section 7), each the RoPE recipe above with its second
+# (last) layer left without rotation, as a NoPE layer closes every group of four layers in SmolLM3 and Llama 4:
+# SmolLM3's, every layer attending over the whole context; Llama 4's, the RoPE layer attending only within chunks of
+# 32 positions (its attention_chunk_size), so that it never meets a distance of 32 or more; and the control of the
+# latter, RoPE in both layers, both chunked so.
+LAYER_CHECKPOINTS: dict[str, dict[str, Any]] = {
+    "rope_nope": {"method": "rope", "rope_base": 50.0, "no_rope_layers": [1, 0]},
+    "rope_nope_chunked": {
+        "method": "rope",
+        "rope_base": 50.0,
+        "no_rope_layers": [1, 0],
+        "attention_chunk_size": 32,
+    },
+    "rope_chunked": {"method": "rope", "rope_base": 50.0, "attention_chunk_size": 32},
+}
+CHECKPOINTS = {**CHECKPOINT_METHODS, **LAYER_CHECKPOINTS}  # every shipped checkpoint: name -> position spec
 MODEL_SIZES = {"d_model": 64, "n_layers": 2, "n_heads": 4}
 BATCH_SIZE = 32
 
@@ -60,7 +76,7 @@ def checkpoint_info(name: str, directory: str | Path | None = None) -> dict[str,
         raise FileNotFoundError(
             _(
                 "no checkpoint {name!r} in {parent}; expected one of {methods} (regenerate with `posref train-checkpoints --out {parent}`)"
-            ).format(name=name, parent=meta_path.parent, methods=", ".join(CHECKPOINT_METHODS))
+            ).format(name=name, parent=meta_path.parent, methods=", ".join(CHECKPOINTS))
         )
     return json.loads(meta_path.read_text())
 
@@ -95,10 +111,10 @@ def train_checkpoint(
         train,
     )
 
-    check_choice("checkpoint", name, tuple(CHECKPOINT_METHODS))
+    check_choice("checkpoint", name, tuple(CHECKPOINTS))
     cfg = cfg if cfg is not None else TrainConfig()
     corpus = load_char_corpus()
-    model = build_model(corpus.vocab.size, CHECKPOINT_METHODS[name], seed=cfg.seed, **MODEL_SIZES)
+    model = build_model(corpus.vocab.size, CHECKPOINTS[name], seed=cfg.seed, **MODEL_SIZES)
     log = train(model, lambda g: lm_batch(corpus.train, BATCH_SIZE, TRAIN_LEN, g), cfg, progress=progress)
     record = {
         "train": {
@@ -131,9 +147,7 @@ def add_train_checkpoints(subparsers: argparse._SubParsersAction) -> None:
     """Register ``posref train-checkpoints`` (the regeneration command) on ``posref.cli``'s subparsers."""
     parser = subparsers.add_parser("train-checkpoints", help="retrain the lab's shipped checkpoints")
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="directory to write <name>.pt/.json")
-    parser.add_argument(
-        "--methods", nargs="+", default=list(CHECKPOINT_METHODS), choices=list(CHECKPOINT_METHODS)
-    )
+    parser.add_argument("--methods", nargs="+", default=list(CHECKPOINTS), choices=list(CHECKPOINTS))
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

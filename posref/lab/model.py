@@ -12,6 +12,11 @@ every layer and is used through its three hooks:
 ``with_positions(...)`` returns a copy with the same weights and another handler: test-time RoPE scaling
 (same weights, another ``rope_scaling``) and DroPE (RoPE replaced by NoPE, arXiv 2512.12167) are one call.
 
+Two options of a RoPE spec say, layer by layer, how the rotation is used, with the keys of Llama 4's and SmolLM3's
+configs (notebook 08, section 7): ``no_rope_layers`` (one entry a layer, 1 for a RoPE layer, 0 for a layer with no
+position signal at all) and ``attention_chunk_size`` (the RoPE layers attend only within chunks of that many
+positions, ``position // size``; the layers without rotation attend over everything before them).
+
 Shapes: ``B`` batch, ``T`` sequence, ``C`` d_model, ``H`` heads, ``D = C / H`` head dim, ``V`` vocabulary.
 """
 
@@ -104,6 +109,52 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+LAYER_OPTIONS = (
+    "no_rope_layers",
+    "attention_chunk_size",
+)  # a RoPE spec's per-layer options, not the handler's
+_NO_POSITIONS = PositionHandler()  # what a layer listed 0 in no_rope_layers uses: every hook the identity
+
+
+def _layer_options(spec: Mapping[str, Any], n_layers: int) -> tuple[tuple[bool, ...], int | None]:
+    """A spec's ``no_rope_layers`` and ``attention_chunk_size`` -> (does layer i use the handler, chunk size).
+
+    Without them every layer uses the handler and attends over everything before it. Both are RoPE's only."""
+    given = [key for key in LAYER_OPTIONS if key in spec]
+    if given and spec["method"] != "rope":
+        raise ValueError(
+            _("{key} applies to the 'rope' method only, got method {method!r}").format(
+                key=given[0], method=spec["method"]
+            )
+        )
+    flags = spec.get("no_rope_layers")
+    if flags is None:
+        rotates = (True,) * n_layers
+    elif (
+        not isinstance(flags, list | tuple)
+        or len(flags) != n_layers
+        or any(flag not in (0, 1) or isinstance(flag, float) for flag in flags)
+    ):
+        raise ValueError(
+            _(
+                "no_rope_layers must hold one 1 (a RoPE layer) or 0 (no rotation) per layer, {n_layers} in all, got {flags!r}"
+            ).format(n_layers=n_layers, flags=flags)
+        )
+    else:
+        rotates = tuple(bool(flag) for flag in flags)
+    chunk = spec.get("attention_chunk_size")
+    if chunk is not None:
+        check_positive_int("attention_chunk_size", chunk)
+    return rotates, chunk
+
+
+def chunk_mask(positions: torch.Tensor, size: int) -> torch.Tensor:
+    """``(1, T, T)`` additive mask: 0 where query and key share a chunk (``position // size``), -inf elsewhere."""
+    chunk = torch.div(positions, size, rounding_mode="floor")
+    apart = chunk[:, None] != chunk[None, :]
+    return torch.zeros(apart.shape, device=positions.device).masked_fill(apart, float("-inf"))[None]
+
+
 def _position_spec(positions: str | Mapping[str, Any]) -> dict[str, Any]:
     """``"rope"`` or ``{"method": "rope", ...}`` -> a plain dict with a ``"method"`` key (copied)."""
     if isinstance(positions, str):
@@ -124,7 +175,8 @@ class TinyDecoder(nn.Module):
         vocab_size: number of tokens ``V``.
         positions: a method name or a dict ``{"method": ..., **options}``; the options are the keyword
             arguments of ``posref.make_position_handler`` (``max_positions`` for ``learned``, ``rope_base``,
-            ``rope_scaling``, ``rope_layout``, ``t5_num_buckets``, ``t5_max_distance``).
+            ``rope_scaling``, ``rope_layout``, ``t5_num_buckets``, ``t5_max_distance``) and, for ``rope``,
+            ``no_rope_layers`` and ``attention_chunk_size`` (module docstring).
         d_model, n_layers, n_heads: width ``C``, depth and heads ``H`` (``C`` divisible by ``H``).
 
     ``forward(idx)`` maps ``(B, T)`` token ids to ``(B, T, V)`` logits. Token ``t`` sits at position ``t``
@@ -155,7 +207,9 @@ class TinyDecoder(nn.Module):
         self.apply(_init_weights)
 
     def _make_handler(self, spec: Mapping[str, Any]) -> PositionHandler:
-        options = {key: value for key, value in spec.items() if key != "method"}
+        """The handler of ``spec``; sets ``layer_rotates`` and ``chunk_size`` from its per-layer options."""
+        self.layer_rotates, self.chunk_size = _layer_options(spec, self.n_layers)
+        options = {key: value for key, value in spec.items() if key != "method" and key not in LAYER_OPTIONS}
         return make_position_handler(spec["method"], d_model=self.d_model, n_heads=self.n_heads, **options)
 
     def config(self) -> dict[str, Any]:
@@ -197,8 +251,18 @@ class TinyDecoder(nn.Module):
             )
         x = self.positions.embed(self.tok_emb(idx), positions)  # (B, T, C)
         bias = self.positions.bias(positions, positions)  # (H, T, T) or None, shared by every layer
-        for block in self.blocks:
-            x = block(x, positions, self.positions, bias, attention_weights)
+        local = bias  # the bias of a layer that uses the handler: chunked when attention_chunk_size is set
+        if self.chunk_size is not None:
+            local = (
+                chunk_mask(positions, self.chunk_size)
+                if bias is None
+                else bias + chunk_mask(positions, self.chunk_size)
+            )
+        for block, rotates in zip(self.blocks, self.layer_rotates, strict=True):
+            if rotates:
+                x = block(x, positions, self.positions, local, attention_weights)
+            else:
+                x = block(x, positions, _NO_POSITIONS, bias, attention_weights)
         return self.head(self.norm(x))  # (B, T, V)
 
     def with_positions(self, positions: str | Mapping[str, Any]) -> TinyDecoder:
@@ -210,7 +274,6 @@ class TinyDecoder(nn.Module):
         a scaling method at test time.
         """
         spec = _position_spec(positions)
-        handler = self._make_handler(spec)
         old = self.positions
         self.positions = nn.Identity()  # not deep-copied: the copy gets the new handler instead
         try:
@@ -218,7 +281,7 @@ class TinyDecoder(nn.Module):
         finally:
             self.positions = old
         reference = next(self.parameters())  # the handler follows the model's device and dtype
-        new.positions = handler.to(device=reference.device, dtype=reference.dtype)
+        new.positions = new._make_handler(spec).to(device=reference.device, dtype=reference.dtype)
         new.position_spec = spec
         return new
 

@@ -8,7 +8,7 @@ import torch
 from posref import cli
 from posref.lab.checkpoints import (
     CHECKPOINT_DIR,
-    CHECKPOINT_METHODS,
+    CHECKPOINTS,
     EVAL_LENGTHS,
     checkpoint_info,
     load_checkpoint,
@@ -21,11 +21,11 @@ from posref.lab.tasks import load_char_corpus
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest
 
 
-@pytest.mark.parametrize("name", list(CHECKPOINT_METHODS))
+@pytest.mark.parametrize("name", list(CHECKPOINTS))
 def test_shipped_checkpoint_reproduces_its_recorded_loss(name):
     info = checkpoint_info(name)
     model = load_checkpoint(name)
-    assert info["config"]["positions"] == CHECKPOINT_METHODS[name]
+    assert info["config"]["positions"] == CHECKPOINTS[name]
     assert not model.training and next(model.parameters()).dtype == torch.float32
     log = info["log"]["loss"]
     assert len(log) == info["train"]["steps"] and sum(log[-50:]) < 0.8 * sum(log[:50])

@@ -210,3 +210,64 @@ def test_attention_weights_are_the_causal_softmax_and_leave_the_logits_alone(met
             q, k, eye, causal=True, bias=model.positions.bias(positions, positions)
         )
     torch.testing.assert_close(weights[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_layers_listed_0_in_no_rope_layers_run_without_rotation():
+    """no_rope_layers [1, 1] is RoPE, [0, 0] is NoPE with the same weights, and [1, 0] is RoPE's first block then
+    a block whose handler does nothing, computed here block by block."""
+    from posref.lab.positions import NoPE
+
+    rope = build_model(VOCAB, {"method": "rope", "rope_base": 50.0}, seed=4, d_model=16, n_heads=2)
+    nope = build_model(VOCAB, "nope", seed=4, d_model=16, n_heads=2)
+    x = tokens(2, 14)
+    for flags, same_as in (([1, 1], rope), ([0, 0], nope)):
+        twin = rope.with_positions({"method": "rope", "rope_base": 50.0, "no_rope_layers": flags})
+        torch.testing.assert_close(twin(x), same_as(x), rtol=0, atol=0)
+    mixed = rope.with_positions({"method": "rope", "rope_base": 50.0, "no_rope_layers": [1, 0]})
+    positions = torch.arange(14)
+    h = rope.tok_emb(x)
+    h = rope.blocks[0](h, positions, rope.positions, None)
+    h = rope.blocks[1](h, positions, NoPE(), None)
+    torch.testing.assert_close(mixed(x), rope.head(rope.norm(h)), rtol=0, atol=0)
+    assert (mixed(x) - rope(x)).abs().max() > 1e-6 and (mixed(x) - nope(x)).abs().max() > 1e-6
+    assert rope.layer_rotates == (True, True)  # the copy's options never reach the original
+    scaled = mixed.with_positions(
+        {**mixed.position_spec, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    )
+    assert scaled.layer_rotates == (True, False)  # a scaling added to the spec keeps the layers' kinds
+    rebuilt = TinyDecoder(**mixed.config())
+    rebuilt.load_state_dict(mixed.state_dict())
+    torch.testing.assert_close(rebuilt(x), mixed(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_chunked_rope_layers_attend_within_their_chunk(start):
+    """With attention_chunk_size c every layer of a RoPE model attends within position // c: the outputs of a chunk
+    are the plain model's on that chunk alone (RoPE is relative, so where the chunk starts does not matter)."""
+    rope = build_model(VOCAB, {"method": "rope", "rope_base": 50.0}, seed=5, d_model=16, n_heads=2)
+    chunked = rope.with_positions({"method": "rope", "rope_base": 50.0, "attention_chunk_size": 5})
+    x = tokens(2, 13)
+    positions = torch.arange(start, start + 13)
+    out = chunked(x, positions=positions)
+    for first in range(0, 13):
+        if first and positions[first] % 5:
+            continue  # not the first token of a chunk
+        end = next((t for t in range(first + 1, 13) if positions[t] % 5 == 0), 13)
+        alone = rope(x[:, first:end], positions=positions[first:end])
+        torch.testing.assert_close(out[:, first:end], alone, rtol=1e-5, atol=1e-5)
+    wide = rope.with_positions({"method": "rope", "rope_base": 50.0, "attention_chunk_size": 13})
+    torch.testing.assert_close(wide(x), rope(x), rtol=1e-5, atol=1e-5)  # one chunk: plain causal attention
+    assert (out - rope(x, positions=positions)).abs().max() > 1e-4
+
+
+def test_layer_options_are_checked():
+    spec = {"method": "rope", "rope_base": 50.0}
+    with pytest.raises(ValueError, match="applies to the 'rope' method only, got method 'nope'"):
+        TinyDecoder(VOCAB, {"method": "nope", "no_rope_layers": [1, 0]}, d_model=16, n_heads=2)
+    for flags in ([1], [1, 2], [1.0, 0], "10"):
+        with pytest.raises(
+            ValueError, match=r"one 1 \(a RoPE layer\) or 0 \(no rotation\) per layer, 2 in all"
+        ):
+            TinyDecoder(VOCAB, {**spec, "no_rope_layers": flags}, d_model=16, n_heads=2)
+    with pytest.raises(ValueError, match="attention_chunk_size"):
+        TinyDecoder(VOCAB, {**spec, "attention_chunk_size": 0}, d_model=16, n_heads=2)
