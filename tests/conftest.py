@@ -176,19 +176,36 @@ def demo_environment(monkeypatch: pytest.MonkeyPatch, course: Path) -> None:
     monkeypatch.setenv("POSREF_RELEASE_DIR", str(course / "release"))
 
 
-@pytest.fixture(scope="session")
-def released_demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A course folder with the demo assignment (positions) released, made once for the run: copy it
-    (``shutil.copytree``) to grade in it. nbgrader takes seconds of CPU to release, a minute on a loaded machine."""
+def _released_once(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, assignment: str, source: str
+) -> Path:
+    """A course folder with ``assignment`` of the source folder ``source`` (relative to the repository) released
+    into its ``release/`` by the course's ``release``, made once for the run (``_made_once_per_run``)."""
 
     def release_into(course: Path) -> None:
         from autograder.release.assignment import release
 
         with pytest.MonkeyPatch.context() as mp:
             demo_environment(mp, course)
-            release("positions")
+            mp.setenv("POSREF_SOURCE_DIR", source)
+            release(assignment)
 
-    return _made_once_per_run(request, tmp_path_factory, "released-demo", release_into)
+    return _made_once_per_run(request, factory, f"released-{assignment}", release_into)
+
+
+@pytest.fixture(scope="session")
+def released_demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A course folder with the demo assignment (positions) released, made once for the run: copy it
+    (``shutil.copytree``) to grade in it. nbgrader takes seconds of CPU to release, a minute on a loaded machine."""
+    return _released_once(request, tmp_path_factory, "positions", "autograder/demo/source")
+
+
+@pytest.fixture(scope="session")
+def released_01_order(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A course folder with the course's 01_order released from ``solutions/`` (its gradebook, ``release/``), made
+    once for the run: copy it to use it. ``python -m autograder release 01_order`` is 7-8 s of CPU (a Python start,
+    then nbgrader's in a second one), half a minute at load 16."""
+    return _released_once(request, tmp_path_factory, "01_order", "solutions")
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ class Course:
         self.env = {
             **os.environ,
             "POSREF_COURSE_DIR": str(self.dir),
-            "POSREF_RELEASE_DIR": str(base / "release"),  # not the checkout's notebooks/
+            "POSREF_RELEASE_DIR": str(self.dir / "release"),  # not the checkout's notebooks/
             "POSREF_FAST": "1",
             "PYTHONPATH": str(REPO),
         }
@@ -115,19 +115,19 @@ def _refused_metadata(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 @pytest.fixture(scope="module")
-def course() -> Course:
+def course(released_01_order: Path) -> Course:
     """The course, inside the server's root (the checkout's ignored ``build/``), so that every route that can
     show a submission does: the formgrader's files of a submission, ``/files/``, the notebook in JupyterLab."""
     base = REPO / "build" / f"test-instructor-pages-{os.getpid()}"
     base.mkdir(parents=True)
     try:
-        yield _built(Course(base))
+        yield _built(Course(base), released_01_order)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _built(course: Course) -> Course:
-    nh.autograder("release", ASSIGNMENT, env=course.env)
+def _built(course: Course, released: Path) -> Course:
+    shutil.copytree(released, course.dir)  # 01_order released by the course's release, made once for the run
     hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
     course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
     course.hand_in("trudy", _refused_metadata(_own_answers(nbformat.read(SOLUTION, as_version=4), "trudy")))
@@ -397,7 +397,7 @@ def test_every_page_has_the_policy_and_terminals_are_gone(course, server):
 
 
 def test_the_instructors_lab_says_what_the_course_did_and_finds_its_configuration(server):
-    """Issue 42.4: 01_order, released by the course's command, reads "released" in Manage Assignments (nbgrader
+    """Issue 42.4: 01_order, released by the course's release, reads "released" in Manage Assignments (nbgrader
     asked its exchange, which this course has not: every assignment read "draft"), the others "draft"; JupyterLab's
     news pop-up is off; nbgrader's extensions found the course's configuration at every request."""
     assignments = {a["name"]: a for a in json.loads(server.api("GET", "/formgrader/api/assignments"))}
@@ -505,7 +505,7 @@ def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(cours
         loaded = re.findall(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=["']?([^"' >]+)""", page)
         assert not [url for url in loaded if "//" in url], loaded
         assert '"[MathJax]/config/TeX-AMS-MML_HTMLorMML-full.js"' in page, "no MathJax inside the page"
-    released = (course.base / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    released = (course.dir / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "Model answer" not in released and "Instructor notes" not in released
 
     context = browser.new_context()
