@@ -61,15 +61,14 @@ def test_each_rules_cell_states_that_inputs_stay_unchanged(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_each_rules_cell_states_that_what_runs_is_watched_earlier_answers_included(path):
     """The score of record gives 0 to an answer during whose check posref's version ran, reached any way, through
-    the student's own earlier answer too (issue 37, item 9): every rules cell says that what runs is watched, and
-    01-05's, which allow calling one's earlier answers, say that what those run counts."""
+    the student's own earlier answer too (issue 37, item 9; ``posref.grading.watch``, the same in every notebook):
+    every rules cell says that what runs is watched, and that what one's earlier answers run counts."""
     (rules,) = [
         c.source for c in nbformat.read(path, as_version=4).cells if "**Rules for answers.**" in c.source
     ]
     assert "also watches what your function runs while it is checked" in rules
     assert "calling your own functions from earlier answers" in rules
-    if path.stem < "06":
-        assert "what they run while that answer is checked counts as its own" in rules
+    assert "what they run while that answer is checked counts as its own" in rules
 
 
 def test_a_right_answer_that_changes_its_input_fails_as_the_rules_cell_says():
