@@ -159,6 +159,25 @@ def test_cuda_matches_cpu(method):
     swapped(x.cuda())
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize(
+    "layers",
+    [
+        {"no_rope_layers": [1, 0]},
+        {"attention_chunk_size": 5},
+        {"no_rope_layers": [1, 0], "attention_chunk_size": 5},
+    ],
+)
+def test_layer_options_on_cuda_match_cpu(layers):
+    """The chunk mask and the layers without rotation follow the model to the GPU (positions made there)."""
+    model = build_model(VOCAB, {"method": "rope", "rope_base": 50.0, **layers}, seed=0, d_model=16, n_heads=2)
+    x = tokens(2, 12)
+    expected = model(x, positions=torch.arange(3, 15))
+    out = model.to("cuda")(x.cuda(), positions=torch.arange(3, 15, device="cuda"))
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-3, atol=1e-4)
+
+
 def test_bad_arguments_are_clear_errors():
     with pytest.raises(TypeError, match="method name or a dict with a 'method' key"):
         TinyDecoder(VOCAB, {"rope_base": 50.0})
