@@ -18,6 +18,7 @@ a translator has to redo.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,12 @@ SOURCE_DIR = REPO / "solutions"
 # the editions' notebooks made from the source and the catalogs: <edition>/solutions/..., <edition>/notebooks/...
 EDITIONS_DIR = REPO / "editions"
 START_PAGE = "00_start"
+
+
+def editions_dir() -> Path:
+    """Where ``release --lang`` writes and the grader reads an edition's release: ``editions/``, or
+    ``$POSREF_EDITIONS_DIR`` relative to the repository (as ``POSREF_RELEASE_DIR`` is for ``notebooks/``)."""
+    return REPO / os.environ.get("POSREF_EDITIONS_DIR", "editions")
 
 
 def source_notebooks(source_dir: Path = SOURCE_DIR) -> dict[str, Path]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import nbformat
+from nbgrader import utils as nbgrader_utils
 from nbgrader.preprocessors import SaveAutoGrades
 
 from autograder import course
+from autograder.editions.catalogs import editions_dir
 from autograder.editions.notebook import EDITIONS, ENGLISH, TEXT_STUB
 from posref import i18n
 from posref.i18n import _
@@ -29,15 +32,38 @@ class PendingScores(SaveAutoGrades):
         self.gradebook.db.commit()
 
     def _add_comment(self, cell, resources) -> None:
-        """nbgrader's "No response." for a written answer left as released, the stub of an edition's release too
-        (nbgrader compares the cell with the English release's checksum only)."""
+        """nbgrader's "No response." for an answer left as released, as an edition's release has it too (nbgrader
+        compares the cell with the English release's checksum only): a written answer's stub, an answer cell of
+        code with the edition's stub and docstrings."""
         super()._add_comment(cell, resources)
-        if cell.cell_type == "markdown" and cell.source in TEXT_STUB.values():
+        as_released = (cell.metadata["nbgrader"]["grade_id"], nbgrader_utils.compute_checksum(cell))
+        if (cell.cell_type == "markdown" and cell.source in TEXT_STUB.values()) or (
+            not nbgrader_utils.is_task(cell)
+            and as_released in _answers_as_released(self.assignment_id, self.notebook_id)
+        ):
             comment = self.gradebook.find_comment(
                 cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id, self.student_id
             )
             comment.auto_comment = "No response."
             self.gradebook.db.commit()
+
+
+def _answers_as_released(assignment: str, notebook: str) -> frozenset[tuple[str, str]]:
+    """(grade id, nbgrader checksum) of each answer cell as each edition's release of ``notebook`` holds it
+    (``editions/<tag>/notebooks/<assignment>/<notebook>.ipynb``; none where an edition has no release)."""
+    releases = [editions_dir() / tag / "notebooks" / assignment / f"{notebook}.ipynb" for tag in EDITIONS]
+    return frozenset().union(*(_answers_in(p, p.stat().st_mtime_ns) for p in releases if p.is_file()))
+
+
+@cache
+def _answers_in(release: Path, _mtime_ns: int) -> frozenset[tuple[str, str]]:
+    """The answer cells of one release (read again when the file changes: its time is part of the key)."""
+    answers = set()
+    for cell in nbformat.read(release, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id"):
+            answers.add((meta["grade_id"], nbgrader_utils.compute_checksum(cell)))
+    return frozenset(answers)
 
 
 def write_scores(assignment: str, student: str, notebook: str, record: dict, autograded: Path) -> None:

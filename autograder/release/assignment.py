@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder import course
-from autograder.editions.catalogs import START_PAGE
+from autograder.editions.catalogs import START_PAGE, editions_dir
 from autograder.intake import late
 from autograder.release import editions
 from autograder.release.start_page import release_start_page
@@ -51,6 +51,6 @@ def release_summary(assignment: str, written: list[Path], edition: str = "en") -
 def release_edition(assignment: str, edition: str) -> list[Path]:
     """The edition's solutions of ``assignment`` and the start page, and their release (``editions/<edition>/``,
     or ``$POSREF_EDITIONS_DIR``), after the English release -> the files written."""
-    out = editions.editions_dir()
+    out = editions_dir()
     editions.write_solutions(edition, [assignment, START_PAGE], source_dir=course.source_dir(), out=out)
     return editions.release(edition, [assignment], out=out)

@@ -18,12 +18,11 @@ one assignment of one edition (after the English release, which enters it in the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
 
-from autograder.course import REPO, config, tools_on_path
+from autograder.course import config, tools_on_path
 from autograder.editions.catalogs import (
     EDITIONS_DIR,
     LOCALE_DIR,
@@ -33,12 +32,6 @@ from autograder.editions.catalogs import (
     source_notebooks,
 )
 from autograder.editions.notebook import CODE_STUB, EDITIONS, TEXT_STUB, edition_notebook
-
-
-def editions_dir() -> Path:
-    """Where ``release --lang`` writes: ``editions/``, or ``$POSREF_EDITIONS_DIR`` relative to the repository (as
-    ``POSREF_RELEASE_DIR`` is for ``notebooks/``)."""
-    return REPO / os.environ.get("POSREF_EDITIONS_DIR", "editions")
 
 
 def translations(edition: str, name: str, locale_dir: Path = LOCALE_DIR) -> dict[str, str]:
