@@ -29,7 +29,7 @@ from autograder.editions.notebook import EDITIONS, ENGLISH
 from autograder.grading import penalty
 from autograder.grading.spreadsheet import write_csv
 from autograder.intake import extensions, late, refusals, site_users
-from autograder.intake.submissions import fingerprint
+from autograder.intake.submission import fingerprint
 
 FIELDS = [
     "student",

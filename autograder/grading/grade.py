@@ -17,6 +17,7 @@ or with ``regrade``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -44,23 +45,39 @@ from autograder.grading.cluster import dask_client
 from autograder.grading.gradebook import PendingScores
 from autograder.grading.worker import score_student
 from autograder.intake import late
-from autograder.intake.submissions import Refused, check_submission, fingerprint, read_submission
+from autograder.intake.submission import Refused, Submission
 from autograder.sandbox.sandbox import TRUSTED, Sandbox
 from posref.grading.child.plain_data import student_text
 
 NO_WORKERS_WAIT = 120.0  # seconds a run with students left waits for a worker before it stops
 POLL = 2.0  # seconds between looks at the cluster while waiting for results
 
+_CONFIGS: dict[tuple[str, ...], object] = {}
 _APIS: dict[tuple[str, ...], object] = {}
+
+
+def _course_key() -> tuple[str, ...]:
+    return tuple(
+        os.environ.get(n, "") for n in ("POSREF_COURSE_DIR", "POSREF_SOURCE_DIR", "POSREF_RELEASE_DIR")
+    )
+
+
+def _course_config():
+    """The course's nbgrader configuration (``nbgrader_config.py``), read once per course: the late penalty's
+    plugin and settings for every student of a run."""
+    key = _course_key()
+    if key not in _CONFIGS:
+        from traitlets.config.loader import PyFileConfigLoader
+
+        _CONFIGS[key] = PyFileConfigLoader(str(CONFIG)).load_config()
+    return _CONFIGS[key]
 
 
 def _nbgrader_api():
     """nbgrader's Python API with the course configuration, built once per course (starting nbgrader's command
     line per student costs seconds). The notebook itself is never executed by nbgrader here: the score of
     record is computed in the sandbox (autograder/grading/record.py) and written in afterwards."""
-    key = tuple(
-        os.environ.get(n, "") for n in ("POSREF_COURSE_DIR", "POSREF_SOURCE_DIR", "POSREF_RELEASE_DIR")
-    )
+    key = _course_key()
     if key not in _APIS:
         # nbgrader's own session bookkeeping warns on every autograde; it is not about the submission
         warnings.filterwarnings("ignore", message="Object of type <Submitted")
@@ -68,9 +85,8 @@ def _nbgrader_api():
         from nbgrader.converters import Autograde
         from nbgrader.coursedir import CourseDirectory
         from nbgrader.preprocessors import SaveAutoGrades
-        from traitlets.config.loader import PyFileConfigLoader
 
-        config = PyFileConfigLoader(str(CONFIG)).load_config()
+        config = copy.deepcopy(_course_config())
         config.Execute.enabled = False
         config.Autograde.autograde_preprocessors = [
             PendingScores if step is SaveAutoGrades else step
@@ -102,10 +118,10 @@ def _write_record(out: dict) -> None:
     target.write_text(json.dumps(out, indent=1))
 
 
-def up_to_date(assignment: str, student: str, source: str) -> bool:
+def up_to_date(submission: Submission, source: str) -> bool:
     """Whether the student's record graded this very submission against these source notebooks (``source``:
     their digest), every notebook of it graded: a run that is not told otherwise leaves such a student be."""
-    path = _record_path(assignment, student)
+    path = _record_path(submission.assignment, submission.student)
     if not path.exists():
         return False
     try:
@@ -113,7 +129,7 @@ def up_to_date(assignment: str, student: str, source: str) -> bool:
         return (
             not data.get("error")
             and data.get("source") == source
-            and data.get("submission") == fingerprint(course_dir() / "submitted" / student / assignment)
+            and data.get("submission") == submission.fingerprint
             and bool(data.get("notebooks"))
             and all(nb.get("status") == "graded" for nb in data["notebooks"])
         )
@@ -121,11 +137,12 @@ def up_to_date(assignment: str, student: str, source: str) -> bool:
         return False
 
 
-def record_student(assignment: str, student: str, submission: str, source: str, scored: dict) -> dict:
-    """In the instructor's process, for one student whose records came back (``worker.score_student``):
-    nbgrader's autograde (without running the notebook), the scores into the gradebook and the autograded
-    notebook, and the JSON record (``submission`` and ``source``: digests of what was graded). Returns it."""
-    course = course_dir()
+def record_student(submission: Submission, source: str, scored: dict) -> dict:
+    """In the instructor's process, for one student's ``submission`` whose records came back
+    (``worker.score_student``): nbgrader's autograde (without running the notebook), the scores into the gradebook
+    and the autograded notebook, and the JSON record (with the digests of what was graded: the submission's
+    fingerprint and ``source``, the source notebooks'). Returns it."""
+    assignment, student, course = submission.assignment, submission.student, course_dir()
     # an earlier feedback page would outlive this grading where nbgrader cannot take the new submission
     shutil.rmtree(course / "feedback" / student / assignment, ignore_errors=True)
     with tools_on_path():
@@ -134,7 +151,7 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
     for record in scored["notebooks"]:
         name = record["notebook"]
         autograded = course / "autograded" / student / assignment / name
-        if not nb_run["success"] and not _stood_in(assignment, student, record, autograded, nb_run):
+        if not nb_run["success"] and not _stood_in(submission, record, autograded, nb_run):
             in_gradebook = False
             if record["status"] == "graded":
                 record["problems"].append(
@@ -143,13 +160,13 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
             continue
         gradebook.write_scores(assignment, student, Path(name).stem, record, autograded)
     # nbgrader's autograde assigned its late penalty before the scores above were in: assigned again from them
-    when = penalty.penalise(assignment, student, scored["notebooks"], in_gradebook)
+    when = penalty.penalise(submission, scored["notebooks"], in_gradebook, _course_config())
     out = {
         "student": student,
         "assignment": assignment,
         "seconds": scored["seconds"],
         "worker": scored["worker"],
-        "submission": submission,
+        "submission": submission.fingerprint,
         "source": source,
         **when,
         "notebooks": scored["notebooks"],
@@ -161,23 +178,24 @@ def record_student(assignment: str, student: str, submission: str, source: str, 
 REFUSED = "nbgrader could not take this notebook"
 
 
-def _stood_in(assignment: str, student: str, record: dict, autograded: Path, nb_run: dict) -> bool:
+def _stood_in(submission: Submission, record: dict, autograded: Path, nb_run: dict) -> bool:
     """Where nbgrader refused the submission but has it in the gradebook: ``autograded`` written with the
-    stand-in for the notebook of ``record`` (``stand_in.py``: the student's notebook with the source's nbgrader
-    metadata, and why nbgrader refused it), so that the formgrader shows that student, and the reason among the
-    record's problems. False where the gradebook has no such notebook or the source none (nothing written)."""
+    stand-in for the notebook of ``record`` (``stand_in.py``: the student's notebook, as ``submission`` holds it,
+    with the source's nbgrader metadata, and why nbgrader refused it), so that the formgrader shows that student,
+    and the reason among the record's problems. False where the gradebook has no such notebook, or the source or
+    the submission none (nothing written)."""
     from nbgrader.api import MissingEntry
 
     from autograder.course import gradebook as course_gradebook
 
     name = record["notebook"]
-    source = source_dir() / assignment / name
-    submitted = course_dir() / "submitted" / student / assignment / name
-    if not source.is_file() or not submitted.is_file():
+    source = source_dir() / submission.assignment / name
+    submitted = submission.files.get(name)
+    if not source.is_file() or submitted is None:
         return False
     try:
         with course_gradebook() as gb:
-            gb.find_submission_notebook(Path(name).stem, assignment, student)
+            gb.find_submission_notebook(Path(name).stem, submission.assignment, submission.student)
     except MissingEntry:
         return False
     log = f"{nb_run.get('error') or ''}\n{nb_run.get('log') or ''}"
@@ -286,7 +304,7 @@ def autograde(
         if refusal is not None:
             raise SystemExit(f"autograde {assignment}: {refusal}")
     require_released(assignment)
-    late.enter_due_date(assignment)
+    due = late.enter_due_date(assignment)
     submitted = course_dir() / "submitted"
     found = (
         sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
@@ -302,49 +320,53 @@ def autograde(
         )
     sources = sources_of(assignment)
     source = _digest(sources)
-    todo = students or [s for s in found if regrade or not up_to_date(assignment, s, source)]
-    if len(todo) < len(found) and not students:
+    todo, results = [], []
+    for student in students or found:
+        try:  # each submission read once, here; what one student's folder holds stops that student only
+            submission = Submission.read(student, assignment, set(sources), due)
+        except (Refused, ValueError, OSError) as err:
+            why = (
+                f"its folder cannot be read ({type(err).__name__}: {err})"
+                if isinstance(err, OSError)
+                else str(err)
+            )
+            results.append(_failed(assignment, student, why, submission=True))
+            continue
+        if students or regrade or not up_to_date(submission, source):
+            todo.append(submission)
+    if len(todo) + len(results) < len(found) and not students:
         print(
-            f"{len(found) - len(todo)} student(s) graded already, submission and notebooks unchanged: not graded "
-            "again (--regrade grades them again)",
+            f"{len(found) - len(todo) - len(results)} student(s) graded already, submission and notebooks "
+            "unchanged: not graded again (--regrade grades them again)",
             file=sys.stderr,
         )
-    results = []
     if not todo:
-        return results
+        return sorted(results, key=lambda r: r["student"])
     where = f"the Dask scheduler at {scheduler}" if scheduler else "the local Dask cluster"
     with _quiet_reconnects(), dask_client(scheduler, min(workers, len(todo))) as client:
         futures = {}
-        for student in todo:
-            folder = submitted / student / assignment
-            try:  # what one student's folder holds stops that student only
-                check_submission(folder, set(sources))
-                late.read_timestamp(folder)
-                files, submission = read_submission(folder), fingerprint(folder)
-            except (Refused, ValueError, OSError) as err:
-                why = (
-                    f"its folder cannot be read ({type(err).__name__}: {err})"
-                    if isinstance(err, OSError)
-                    else str(err)
-                )
-                results.append(_failed(assignment, student, why, submission=True))
-                continue
+        for submission in todo:
             # one task per student: the same student is never graded by two workers at once
-            key = f"grade-{assignment}-{student}-{uuid.uuid4().hex[:8]}"
+            key = f"grade-{assignment}-{submission.student}-{uuid.uuid4().hex[:8]}"
+            files = dict(submission.files)
             future = client.submit(score_student, sources, files, cell_timeout, notebook_timeout, key=key)
-            futures[future] = (student, submission)
+            futures[future] = submission
         with tqdm(
-            total=len(todo), initial=len(results), desc=f"autograde {assignment}", unit="student"
+            total=len(todo) + len(results),
+            initial=len(results),
+            desc=f"autograde {assignment}",
+            unit="student",
         ) as bar:
-            for (student, submission), outcome in _outcomes(client, futures, where):
+            for submission, outcome in _outcomes(client, futures, where):
                 if isinstance(outcome, Exception):  # a grader failure is reported as such, never as a 0
-                    results.append(_failed(assignment, student, _error_text(outcome)))
+                    results.append(_failed(assignment, submission.student, _error_text(outcome)))
                     bar.update()
                     continue
                 try:
-                    results.append(record_student(assignment, student, submission, source, outcome))
+                    results.append(record_student(submission, source, outcome))
                 except Exception as err:  # nbgrader or the gradebook on this student: the others go on
-                    results.append(_failed(assignment, student, f"could not be recorded: {_error_text(err)}"))
+                    why = f"could not be recorded: {_error_text(err)}"
+                    results.append(_failed(assignment, submission.student, why))
                 bar.update()
     return sorted(results, key=lambda r: r["student"])
 

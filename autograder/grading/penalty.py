@@ -2,7 +2,8 @@
 scores are in the gradebook.
 
 The penalty is nbgrader's ``LateSubmissionPlugin`` named in ``nbgrader_config.py``
-(``c.AssignLatePenalties.plugin_class``); how late a submission is comes from ``autograder/intake/late.py``.
+(``c.AssignLatePenalties.plugin_class``); how late a submission is, the ``Submission`` says (its hand-in time
+and due date, read once by ``autograder/intake/submission.py``).
 nbgrader assigns the penalty inside its autograde step, before the score of record is written (``PendingScores``
 leaves every grade empty then, so that penalty is taken from a score of 0): ``assign_penalties`` runs nbgrader's
 own ``AssignLatePenalties`` again once the scores are in the gradebook.
@@ -27,6 +28,7 @@ from traitlets import Float
 
 from autograder import course
 from autograder.intake import extensions, late
+from autograder.intake.submission import Submission
 
 
 class PenaltyPerHour(LateSubmissionPlugin):
@@ -85,14 +87,17 @@ def plugin_penalty(config, student: str, score: float | None, late: float) -> fl
     return None if penalty is None else min(max(penalty, 0.0), score)
 
 
-def penalise(assignment: str, student: str, notebooks: list[dict], in_gradebook: bool) -> dict:
-    """After the score of record is in the gradebook: each notebook record (``Record.to_json()``) gets its
-    ``late_penalty`` (points, None: none), counted from the student's due date (the assignment's, and their
-    extension: ``intake/extensions.py``), nbgrader's own where the gradebook has the notebook (``in_gradebook``),
-    the plugin's otherwise. Returns the submission's ``submitted`` (ISO time, None: not known), ``seconds_late``
-    and the ``due`` date they were counted against (ISO, None: none)."""
-    submitted = late.read_timestamp(course.course_dir() / "submitted" / student / assignment)
-    return _penalise(course.config(), assignment, student, submitted, notebooks, in_gradebook)
+def penalise(submission: Submission, notebooks: list[dict], in_gradebook: bool, config) -> dict:
+    """After the score of record is in the gradebook: each notebook record (``Record.to_json()``) of
+    ``submission`` gets its ``late_penalty`` (points, None: none), counted from the student's due date (the
+    assignment's, and their extension: ``intake/extensions.py``, both read with the submission), nbgrader's own
+    where the gradebook has the notebook (``in_gradebook``), the plugin's otherwise, as the course's nbgrader
+    configuration ``config`` names it. Returns the submission's ``submitted`` (ISO time, None: not known),
+    ``seconds_late`` and the ``due`` date they were counted against (ISO, None: none)."""
+    return _penalise(
+        config, submission.assignment, submission.student, submission.submitted, submission.extension,
+        submission.due, notebooks, in_gradebook,
+    )  # fmt: skip
 
 
 def _penalise(
@@ -100,11 +105,11 @@ def _penalise(
     assignment: str,
     student: str,
     submitted: datetime | None,
+    extended: timedelta | None,
+    due: datetime | None,
     notebooks: list[dict],
     in_gradebook: bool,
 ) -> dict:
-    extended = extensions.extension(course.course_dir(), assignment, student)
-    due = extensions.due_for(late.due_date(assignment), extended)
     seconds = late.seconds_late(submitted, due)
     graded = [Path(r["notebook"]).stem for r in notebooks if r["status"] == "graded"]
     # run again even when on time: a penalty stored before an extension was granted is taken back
@@ -158,8 +163,12 @@ def reassess(assignment: str, student: str) -> tuple[dict[str, float | None], di
     except MissingEntry:
         in_gradebook = False
     submitted = None if record.get("submitted") is None else datetime.fromisoformat(record["submitted"])
+    extended = extensions.extension(course.course_dir(), assignment, student)
+    due = extensions.due_for(late.due_date(assignment), extended)
     record.update(
-        _penalise(course.config(), assignment, student, submitted, record["notebooks"], in_gradebook)
+        _penalise(
+            course.config(), assignment, student, submitted, extended, due, record["notebooks"], in_gradebook
+        )
     )
     course.replace_file(path, json.dumps(record, indent=1).encode())
     return before, record

@@ -41,14 +41,20 @@ def _line(text: object) -> str:
     return line if len(line) <= MAX_REASON else line[: MAX_REASON - 4] + " ..."
 
 
-def refusal(path: Path, nbgrader_log: str) -> list[str]:
-    """Why nbgrader refused the notebook at ``path``: a line for each cell whose nbgrader metadata nbgrader's own
-    validator refuses (``cell N (type): reason``, N counting from 0), or that the notebook cannot be read; else the
-    last error line of nbgrader's log (``nbgrader_log``: another notebook of the submission may have stopped it)."""
+def _read(submitted: bytes):
+    """The student's notebook from its file's bytes, as ``nbformat.read`` reads a file (UTF-8)."""
+    return nbformat.reads(submitted.decode("utf-8"), as_version=4)
+
+
+def refusal(submitted: bytes, nbgrader_log: str) -> list[str]:
+    """Why nbgrader refused the notebook ``submitted`` (its file's bytes): a line for each cell whose nbgrader
+    metadata nbgrader's own validator refuses (``cell N (type): reason``, N counting from 0), or that the notebook
+    cannot be read; else the last error line of nbgrader's log (``nbgrader_log``: another notebook of the
+    submission may have stopped it)."""
     from nbgrader.nbgraderformat import MetadataValidator
 
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = _read(submitted)
         cells = list(nb.cells)
     except Exception as err:  # not JSON, not a notebook, not there
         return [_line(f"the notebook cannot be read: {type(err).__name__}: {err}")]
@@ -103,9 +109,9 @@ def _banner(reasons: list[str], edition: str) -> str:
     return said + "\n\n" + "\n".join("    " + line for line in shown)
 
 
-def stand_in(submitted: Path, source: Path, reasons: list[str], edition: str = ENGLISH):
-    """The notebook the formgrader shows in place of the one at ``submitted`` that nbgrader refused (see the
-    module's docstring), ``source`` the assignment's source notebook, ``reasons`` from ``refusal``, ``edition``
+def stand_in(submitted: bytes, source: Path, reasons: list[str], edition: str = ENGLISH):
+    """The notebook the formgrader shows in place of the one nbgrader refused (``submitted``: its file's bytes; see
+    the module's docstring), ``source`` the assignment's source notebook, ``reasons`` from ``refusal``, ``edition``
     the one the record says the student handed in (the first cell's language)."""
     edition = edition if edition in EDITIONS else ENGLISH
     source_nb = nbformat.read(source, as_version=4)
@@ -115,7 +121,7 @@ def stand_in(submitted: Path, source: Path, reasons: list[str], edition: str = E
         if grade_id:
             known[grade_id] = cell
     try:
-        cells = [c for c in nbformat.read(submitted, as_version=4).cells if isinstance(c, dict)]
+        cells = [c for c in _read(submitted).cells if isinstance(c, dict)]
     except Exception:  # refusal says why: the page shows the reasons and no cells
         cells = []
     out = nbformat.v4.new_notebook(metadata=copy.deepcopy(source_nb.metadata))

@@ -23,8 +23,6 @@ TIMESTAMP = "timestamp.txt"  # nbgrader's name (CourseDirectory.get_existing_tim
 def read_timestamp(folder: Path) -> datetime | None:
     """The time in a submission folder's ``timestamp.txt`` (UTC), None without one; ValueError, saying what to
     write there, for one that cannot be read as a time (not a file, unreadable, not text, too long, no time)."""
-    from nbgrader.utils import parse_utc
-
     path = folder / TIMESTAMP
     if not (path.exists() or path.is_symlink()):
         return None
@@ -32,13 +30,28 @@ def read_timestamp(folder: Path) -> datetime | None:
         if path.is_symlink() or not path.is_file():
             raise ValueError("it is not a file")
         with open(path, "rb") as f:
-            text = f.read(200).decode("utf-8").strip()
-        return aware(parse_utc(text))
-    except (ValueError, OverflowError, OSError) as err:
-        raise ValueError(
-            f"submitted/{folder.parent.name}/{folder.name}/{TIMESTAMP} cannot be read as a time "
-            f"({type(err).__name__}: {str(err)[:80]}): write one such as '2026-10-05 23:59:00 UTC' there"
-        ) from None
+            data = f.read(200)
+    except (ValueError, OSError) as err:
+        raise _unreadable(folder, err) from None
+    return timestamp_in(folder, data)
+
+
+def timestamp_in(folder: Path, data: bytes) -> datetime:
+    """The time (UTC) that ``data``, the bytes of the ``timestamp.txt`` of the submission ``folder``, says (its
+    first 200 bytes are read); ValueError, saying what to write there, where they say none."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        return aware(parse_utc(data[:200].decode("utf-8").strip()))
+    except (ValueError, OverflowError) as err:
+        raise _unreadable(folder, err) from None
+
+
+def _unreadable(folder: Path, err: Exception) -> ValueError:
+    return ValueError(
+        f"submitted/{folder.parent.name}/{folder.name}/{TIMESTAMP} cannot be read as a time "
+        f"({type(err).__name__}: {str(err)[:80]}): write one such as '2026-10-05 23:59:00 UTC' there"
+    )
 
 
 def write_timestamp(folder: Path, when: datetime) -> None:
@@ -103,11 +116,13 @@ def due_date(assignment: str) -> datetime | None:
     return None if when is None else when.replace(tzinfo=timezone.utc)
 
 
-def enter_due_date(assignment: str) -> None:
+def enter_due_date(assignment: str) -> datetime | None:
     """``assignment`` in nbgrader's gradebook (where nbgrader counts how late a submission is), with the
-    configuration's due date when it gives one; otherwise the gradebook's due date, if any, stays."""
+    configuration's due date when it gives one; otherwise the gradebook's due date, if any, stays. Returns the
+    due date now in the gradebook (UTC; None: none), what ``due_date`` would read after it."""
     when = configured_due_dates(course.config()).get(assignment)
     with course.gradebook() as gb:
-        gb.update_or_create_assignment(
+        entered = gb.update_or_create_assignment(
             assignment, **({} if when is None else {"duedate": when.replace(tzinfo=None)})
-        )
+        ).duedate
+    return None if entered is None else entered.replace(tzinfo=timezone.utc)

@@ -7,18 +7,13 @@ archive entry, more than ``MAX_SUBMISSION`` bytes) is that student's "could not 
 their earlier submission stays as it was; everyone else is imported. The time of a submission comes from evidence
 the student does not control: ``--timestamp``, Canvas's LATE flag, the archive's entry times (a course site's
 stored copies), never a file the student uploaded: one named like the course's own (``timestamp.txt``) is left
-out, and the instructor told.
-
-Also ``fingerprint``: what a submission folder holds, so that a record tells the submission it graded, and
-``read_submission``: its files, as a grading worker is sent them.
+out, and the instructor told. What a submission may hold is ``submission.py``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+import functools
 import shutil
-import stat
 import sys
 import tempfile
 import uuid
@@ -38,17 +33,8 @@ from autograder.course import (
 )
 from autograder.intake import late, lms, refusals, site_users
 from autograder.intake.refusals import Refusal
-from autograder.intake.unpack import MAX_DEPTH, unpack
-
-MAX_SUBMISSION = (
-    32 * 2**20
-)  # bytes of one student's submission of one assignment (import, and a grading worker)
-MAX_FILES = 1000  # files and folders in one submission
-METADATA = (late.TIMESTAMP,)  # what the course writes into a submission folder: never taken from a student
-
-
-class Refused(Exception):
-    """One student's submission is not imported: the message says why, in words."""
+from autograder.intake.submission import METADATA, Refused, check_submission
+from autograder.intake.unpack import unpack
 
 
 def _folders(folder: Path) -> list[Path]:
@@ -76,14 +62,13 @@ def _assignment_of(entries: list[lms.Entry], assignment: str | None) -> str:
     return found[0]
 
 
-def _submission_time(folder: Path, late_flag: bool | None, assignment: str, given: datetime | None):
-    """When a submission came in and how that is known: ``given`` (--timestamp), Canvas's LATE flag, or the
-    latest time of its files (a course site's stored copies, an archive's entry times). Never a file of the
-    submission itself (the student wrote it)."""
+def _submission_time(folder: Path, late_flag: bool | None, due: datetime | None, given: datetime | None):
+    """When a submission came in and how that is known: ``given`` (--timestamp), Canvas's LATE flag (against the
+    assignment's due date ``due``), or the latest time of its files (a course site's stored copies, an archive's
+    entry times). Never a file of the submission itself (the student wrote it)."""
     if given is not None:
         return given, "--timestamp"
     if late_flag is not None:  # Canvas: entry times are the download's
-        due = late.due_date(assignment)
         if not late_flag or due is None:
             return (
                 None,
@@ -92,42 +77,6 @@ def _submission_time(folder: Path, late_flag: bool | None, assignment: str, give
         return due + timedelta(seconds=1), "Canvas: LATE (time not in the download: 1 s after the due date)"
     times = [p.lstat().st_mtime for p in folder.rglob("*") if p.is_file() and p.name not in METADATA]
     return (datetime.fromtimestamp(max(times), timezone.utc), "file times") if times else (None, "no files")
-
-
-def check_submission(source: Path, expected: set[str], damaged: dict[Path, str] | None = None) -> None:
-    """Refused unless ``source`` holds only folders and regular files, named in UTF-8, at most ``MAX_DEPTH``
-    deep, ``MAX_FILES`` of them, ``MAX_SUBMISSION`` bytes in all, none damaged in the archive, and each notebook
-    of the assignment (``expected``) it holds is a file."""
-    count, total = 0, 0
-    for folder, subfolders, files in os.walk(source):
-        depth = len(Path(folder).relative_to(source).parts)
-        for name in subfolders + files:
-            path = Path(folder) / name
-            where = f"{path.relative_to(source)}".encode("utf-8", "backslashreplace").decode()
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                raise Refused(f"a file name that is not UTF-8 ({where!r}): rename it") from None
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                raise Refused(f"{where!r} is a link: send the file itself")
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise Refused(f"{where!r} is not a file or folder")
-            if damaged and path in damaged:
-                raise Refused(f"{where!r} could not be unpacked from the archive: {damaged[path]}")
-            count, total = count + 1, total + (path.lstat().st_size if stat.S_ISREG(mode) else 0)
-            if depth >= MAX_DEPTH or count > MAX_FILES:
-                raise Refused(f"it holds more than {MAX_FILES} files or folders more than {MAX_DEPTH} deep")
-            if total > MAX_SUBMISSION:
-                raise Refused(
-                    f"it holds more than {MAX_SUBMISSION / 2**20:g} MiB (a submission may hold that much): ask for "
-                    "the notebooks without large outputs (Edit > Clear Outputs of All Cells, then save)"
-                )
-    for name in expected:
-        if (source / name).exists() and not (source / name).is_file():
-            raise Refused(
-                f"{name!r} is not a notebook file but {'a folder' if (source / name).is_dir() else 'something else'}"
-            )
 
 
 def _import_one(source: Path, student: str, assignment: str, when: datetime | None) -> list[str]:
@@ -197,6 +146,7 @@ def import_submissions(
     wanted = [assignment] if assignment else assignments()
     out = Imported()
     taken: dict[str, list[tuple[str, str | None]]] = {}  # assignment -> (student, site user) imported
+    due_date = functools.cache(late.due_date)  # each assignment's, read once per import
 
     def is_student(folder: Path) -> bool:
         return any((folder / a).is_dir() for a in wanted) or (
@@ -276,7 +226,7 @@ def import_submissions(
                     if student_dir.is_symlink() or source.is_symlink():
                         raise Refused("its folder is a link: send the folder itself")
                     check_submission(source, expected, damaged)
-                    when, how = _submission_time(source, flags.get(student), a, timestamp)
+                    when, how = _submission_time(source, flags.get(student), due_date(a), timestamp)
                     for name in _import_one(source, student, a, when):
                         print(f"{shown(student)}/{a}: its own {name} was left out (the course records the time: "
                               f"{how})", file=sys.stderr)  # fmt: skip
@@ -291,7 +241,7 @@ def import_submissions(
                         Refusal(student if valid else None, key, shown(student), why)
                     )
                     continue
-                _say_when(student, a, when, how)
+                _say_when(student, a, when, due_date(a), how)
                 if key is not None:  # a site user: the same student id in every later import
                     known.remember(key, user.name, student, a)
                 taken.setdefault(a, []).append((student, key))
@@ -320,9 +270,8 @@ def import_submissions(
     return out
 
 
-def _say_when(student: str, assignment: str, when: datetime | None, how: str) -> None:
+def _say_when(student: str, assignment: str, when: datetime | None, due: datetime | None, how: str) -> None:
     """A line for each submission that is late (or whose lateness cannot be known), on stderr."""
-    due = late.due_date(assignment)
     hours = late.seconds_late(when, due) / 3600
     if hours > 0:
         print(f"{student}/{assignment}: late by {hours:.1f} h (submitted {when:%Y-%m-%d %H:%M} UTC, {how}; due "
@@ -330,45 +279,3 @@ def _say_when(student: str, assignment: str, when: datetime | None, how: str) ->
     if "1 s after" in how or "no due date" in how:
         print(f"{student}/{assignment}: {how}; write the time the course site shows into "
               f"submitted/{student}/{assignment}/{late.TIMESTAMP}, then grade that student again", file=sys.stderr)  # fmt: skip
-
-
-def _files(folder: Path) -> list[Path]:
-    """The regular files under ``folder`` (links neither followed nor listed), sorted by their names' bytes."""
-    return sorted(
-        (p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()), key=lambda p: os.fsencode(p)
-    )
-
-
-def fingerprint(folder: Path) -> str:
-    """What a submission folder holds (its files' names, as bytes, and contents): export tells from it a
-    submission imported again after it was graded. OSError for a file that cannot be read."""
-    digest = hashlib.sha256()
-    for path in _files(folder):
-        digest.update(os.fsencode(path.relative_to(folder)) + f"\0{path.stat().st_size}\0".encode())
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def read_submission(folder: Path, limit: int = MAX_SUBMISSION) -> dict[str, bytes]:
-    """The files of a submission folder (path relative to it -> bytes), what a grading worker is sent: regular
-    files only (a link would point outside the worker's copy), named in UTF-8, at most ``limit`` bytes in all;
-    ValueError otherwise, saying what to do."""
-    files, total = {}, 0
-    for path in _files(folder):
-        name = path.relative_to(folder).as_posix()
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"the submission holds a file name that is not UTF-8 ({name!r}): rename it"
-            ) from None
-        total += path.stat().st_size
-        if total > limit:
-            raise ValueError(
-                f"the submission holds more than {limit / 2**20:g} MiB, more than a grading worker is sent: "
-                "remove what the notebooks do not need from it"
-            )
-        files[name] = path.read_bytes()
-    return files

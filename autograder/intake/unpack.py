@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 MAX_ENTRIES = 100_000  # entries of one archive: 1,000 students x 100 files
 MAX_UNPACKED = 8 * 2**30  # bytes of one archive, unpacked (the sizes its headers declare)
 MAX_DEPTH = 16  # folders above an entry
-MAX_FILE = 32 * 2**20  # bytes of one entry (a submission holds at most that much: submissions.MAX_SUBMISSION)
+MAX_FILE = 32 * 2**20  # bytes of one entry (a submission holds at most that much: submission.MAX_SUBMISSION)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from course_helpers import REPO, assert_safe_csv, gradebook_copy
 
 from autograder import cli
 from autograder.grading.export import export
-from autograder.intake.submissions import fingerprint
+from autograder.intake.submission import fingerprint
 
 # what a student controls and an export shows: an id, a notebook's name, a message the child sends back
 PAYLOADS = [

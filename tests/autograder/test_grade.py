@@ -1,4 +1,5 @@
-"""`python -m autograder autograde` (autograder/grading/grade.py): the instructor's side of grading on a Dask cluster.
+"""`python -m autograder autograde` (autograder/grading/grade.py): the instructor's side of grading on a Dask
+cluster.
 
 These tests run the cluster in this process (``LocalCluster(processes=False)``), so that a worker's task can be
 replaced by a stand-in; tests/autograder/test_dask.py runs real scheduler and worker processes.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,8 @@ from course_helpers import gradebook_copy
 from distributed import LocalCluster
 
 from autograder.grading import grade, worker
-from autograder.intake.submissions import fingerprint
+from autograder.intake import late
+from autograder.intake.submission import Submission, fingerprint
 from autograder.sandbox.sandbox import Sandbox
 
 
@@ -123,7 +127,7 @@ def test_grading_a_student_again_removes_the_feedback_page_of_the_submission_it_
     monkeypatch.setattr(Sandbox, "scratch", not_graded)
     files = {"02_absolute (1).ipynb": b"{}"}
     scored = worker.score_student(grade.sources_of("02_absolute"), files, cell_timeout=1, notebook_timeout=60)
-    out = grade.record_student("02_absolute", "grace", fingerprint(submission), "source", scored)
+    out = grade.record_student(Submission.read("grace", "02_absolute", set(), None), "source", scored)
     assert not old_page.exists()
     (nb,) = out["notebooks"]
     assert nb["status"] == "could not grade" and nb["score"] is None
@@ -177,3 +181,47 @@ def test_one_students_folder_never_stops_the_run(
         "graded 0 student(s), could not grade 4" in out.out and "could not grade bob: a file name" in out.err
     )
     assert json.loads((course / "records" / "02_absolute" / "alice.json").read_text())["notebooks"]
+
+
+_OPENED: list[str] | None = (
+    None  # the files opened while a test records them (an audit hook cannot be removed)
+)
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if _OPENED is not None and event == "open" and isinstance(args[0], str | bytes | os.PathLike):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_record_opens)
+
+
+def test_a_run_reads_each_submission_once(tmp_path, monkeypatch, empty_gradebook, threads_cluster):
+    """The submission's facts are read once, into one value that the later steps take. Before, a run read each
+    file of a submission two or three times (up_to_date's fingerprint unless --regrade or --student, the worker's
+    copy, the record's fingerprint) and its timestamp.txt twice more (a check, then the late penalty's own
+    reading): here 8 opens of 3 files."""
+    global _OPENED
+    course = _course(tmp_path, monkeypatch, empty_gradebook)
+    folder = course / "submitted" / "alice" / "02_absolute"
+    late.write_timestamp(folder, datetime(2026, 10, 6, tzinfo=timezone.utc))
+    (folder / "notes.txt").write_text("a file more")
+
+    def scores(sources, files, cell_timeout, notebook_timeout):  # says what it was sent (a copy runs it)
+        sent = json.dumps({name: data.decode() for name, data in files.items()})
+        record = {"notebook": "02_absolute.ipynb", "status": "graded", "reason": sent, "cells": [],
+                  "problems": [], "sandbox": "bubblewrap", "score": 0.0, "max_score": 0.0}  # fmt: skip
+        return {"notebooks": [record], "seconds": 0.0, "worker": "here"}
+
+    monkeypatch.setattr(grade, "score_student", scores)
+    monkeypatch.setattr(grade, "_nbgrader_api", NbgraderFails)
+    _OPENED = []
+    try:
+        (result,) = grade.autograde("02_absolute", scheduler=threads_cluster, regrade=True)
+    finally:
+        opened, _OPENED = _OPENED, None
+    files = sorted(str(p) for p in folder.iterdir())
+    assert sorted(p for p in opened if p.startswith(str(course / "submitted"))) == files  # each once
+    sent = json.loads(result["notebooks"][0]["reason"])
+    assert sent == {p.name: p.read_text() for p in folder.iterdir()}
+    assert result["submission"] == fingerprint(folder) and result["submitted"] == "2026-10-06T00:00:00+00:00"

@@ -17,8 +17,9 @@ from autograder.grading import grade
 from autograder.grading.export import export
 from autograder.grading.penalty import PenaltyPerHour
 from autograder.grading.record import CellResult, Record
-from autograder.intake.late import read_timestamp
-from autograder.intake.submissions import fingerprint, import_submissions
+from autograder.intake.late import due_date, read_timestamp
+from autograder.intake.submission import Submission, fingerprint
+from autograder.intake.submissions import import_submissions
 from autograder.release.assignment import release
 
 DUE = datetime(2026, 10, 5, 21, 59, tzinfo=timezone.utc)
@@ -84,7 +85,9 @@ def test_a_late_submission_loses_the_configured_penalty_of_its_score_of_record(
     for student, when in [("ontime", DUE - timedelta(minutes=1)), ("tardy", DUE + late_by)]:
         folder = home / "submitted" / student / "positions"
         assert read_timestamp(folder) == when  # nbgrader's timestamp.txt, from the archive's entry time
-        grade.record_student("positions", student, fingerprint(folder), "source", _scored())
+        submission = Submission.read(student, "positions", {"positions.ipynb"}, due_date("positions"))
+        assert (submission.submitted, submission.fingerprint) == (when, fingerprint(folder))
+        grade.record_student(submission, "source", _scored())
     # 1% of the score per started hour: 26 started hours of 6 points
     expected = 6 * 0.01 * math.ceil(late_by.total_seconds() / 3600)
     with gradebook_copy(home, home / "gradebook.db") as gb:

@@ -23,7 +23,8 @@ from course_helpers import assert_safe_csv, full_marks, run_command
 
 from autograder.grading import grade
 from autograder.intake import site_users
-from autograder.intake.submissions import fingerprint, import_submissions
+from autograder.intake.submission import Submission
+from autograder.intake.submissions import import_submissions
 
 pytestmark = pytest.mark.slow  # the class is released and graded once for the file: about 15 s
 
@@ -68,7 +69,8 @@ def graded_class(released_demo, tmp_path_factory) -> Path:
         for download in (_zip(base / "canvas.zip", canvas), _zip(base / "moodle.zip", moodle)):
             import_submissions(download, "positions")
         for folder in sorted((course / "submitted").glob("*/positions")):
-            grade.record_student("positions", folder.parent.name, fingerprint(folder), "source", full_marks())
+            submission = Submission.read(folder.parent.name, "positions", {"positions.ipynb"}, DUE)
+            grade.record_student(submission, "source", full_marks())
         again = {
             "smithjane_444_4_positions.ipynb": (DUE, released),
             "weili_222_5_positions.ipynb": (DUE, HUGE),
@@ -321,8 +323,9 @@ def test_an_extension_takes_the_penalty_away_inside_it_and_counts_it_from_its_en
     assert _csv_grades(course)["jane_doe"] == ("5.94", "graded")
     assert _penalty(course, "jane_doe")[:2] == (pytest.approx(0.06), pytest.approx(0.06))
     # grading again counts from the extension too; taking it back restores the whole penalty
-    folder = course / "submitted" / "jane_doe" / "positions"
-    grade.record_student("positions", "jane_doe", fingerprint(folder), "source", full_marks())
+    submission = Submission.read("jane_doe", "positions", {"positions.ipynb"}, DUE)
+    assert submission.extension == timedelta(hours=29.5) and submission.due == DUE + timedelta(hours=29.5)
+    grade.record_student(submission, "source", full_marks())
     assert _penalty(course, "jane_doe") == (pytest.approx(0.06), pytest.approx(0.06), timedelta(hours=29.5))
     assert run_command("extend", "jane_doe", "positions", "--hours", "0").returncode == 0
     assert _penalty(course, "jane_doe") == (pytest.approx(1.8), pytest.approx(1.8), None)

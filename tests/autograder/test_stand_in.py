@@ -54,7 +54,7 @@ def _notebook(tmp_path, metadata: dict, *, edition=None):
 @pytest.mark.parametrize(("metadata", "reason"), BATTERY)
 def test_each_refused_cell_is_named_and_its_stand_in_is_one_nbgrader_takes(tmp_path, metadata, reason):
     path = _notebook(tmp_path, metadata)
-    reasons = refusal(path, "")
+    reasons = refusal(path.read_bytes(), "")
     last = len(json.loads(path.read_text())["cells"]) - 1
     if reason is None:
         assert reasons == ["nbgrader stopped: it gave no reason"]
@@ -62,7 +62,7 @@ def test_each_refused_cell_is_named_and_its_stand_in_is_one_nbgrader_takes(tmp_p
         assert len(reasons) == 1 and reasons[0].startswith(f"cell {last} (code): "), reasons
         assert reason in reasons[0], reasons
     assert all("\n" not in r and len(r) <= MAX_REASON for r in reasons)
-    nb = stand_in(path, SOURCE, reasons)
+    nb = stand_in(path.read_bytes(), SOURCE, reasons)
     nbformat.validate(nb)
     MetadataValidator().validate_nb(nb)
     banner, *cells = nb.cells
@@ -88,7 +88,7 @@ def test_a_student_cell_claiming_the_courses_ids_gets_the_source_metadata_once_a
         nb["cells"][2].pop(key)
     path = tmp_path / "positions.ipynb"
     path.write_text(json.dumps(nb))
-    out = stand_in(path, SOURCE, refusal(path, ""))
+    out = stand_in(path.read_bytes(), SOURCE, refusal(path.read_bytes(), ""))
     source = nbformat.read(SOURCE, as_version=4)
     assert (out.cells[6].source, out.cells[6].metadata) == (source.cells[5].source, source.cells[5].metadata)
     assert (out.cells[-1].source, out.cells[-1].metadata) == ("pass  # my own version of the test", {})
@@ -98,16 +98,16 @@ def test_a_student_cell_claiming_the_courses_ids_gets_the_source_metadata_once_a
 def test_an_unreadable_notebook_gets_a_page_with_the_reason_only(tmp_path):
     path = tmp_path / "positions.ipynb"
     path.write_text('{"cells": [')
-    reasons = refusal(path, "Traceback ...\nValueError: whatever nbgrader said\n")
+    reasons = refusal(path.read_bytes(), "Traceback ...\nValueError: whatever nbgrader said\n")
     assert reasons[0].startswith("the notebook cannot be read: ")
-    nb = stand_in(path, SOURCE, reasons)
+    nb = stand_in(path.read_bytes(), SOURCE, reasons)
     assert len(nb.cells) == 1 and reasons[0] in nb.cells[0].source
 
 
 def test_without_a_refused_cell_the_reason_is_nbgraders_last_error_line(tmp_path):
     path = _notebook(tmp_path, {})
     log = "[ERROR] one\n  File x, line 1\nKeyError: 'grade_id'\n    \n"
-    assert refusal(path, log) == ["nbgrader stopped: KeyError: 'grade_id'"]
+    assert refusal(path.read_bytes(), log) == ["nbgrader stopped: KeyError: 'grade_id'"]
 
 
 def test_reasons_are_bounded_in_number_and_length(tmp_path):
@@ -117,9 +117,9 @@ def test_reasons_are_bounded_in_number_and_length(tmp_path):
             "nbgrader": {"grade": True, "solution": False, "points": 1}}))  # fmt: skip
     path = tmp_path / "positions.ipynb"
     path.write_text(json.dumps(nb))
-    reasons = refusal(path, "")
+    reasons = refusal(path.read_bytes(), "")
     assert len(reasons) == 3 * MAX_REASONS and all(len(r) <= MAX_REASON for r in reasons)
-    block = stand_in(path, SOURCE, reasons).cells[0].source.split("\n\n", 1)[1].splitlines()
+    block = stand_in(path.read_bytes(), SOURCE, reasons).cells[0].source.split("\n\n", 1)[1].splitlines()
     assert len(block) == MAX_REASONS + 1 and block[-1] == f"    ... {2 * MAX_REASONS} more"
 
 
@@ -131,6 +131,10 @@ def test_the_page_speaks_the_students_edition(tmp_path, edition, expected):
     """The first cell in the language of the edition the record says (anything else: English), as the test cells'
     "Score of record" is."""
     path = _notebook(tmp_path, BATTERY[0][0], edition=edition)
-    said = stand_in(path, SOURCE, refusal(path, ""), edition).cells[0].source.split("\n\n")[0]
+    said = (
+        stand_in(path.read_bytes(), SOURCE, refusal(path.read_bytes(), ""), edition)
+        .cells[0]
+        .source.split("\n\n")[0]
+    )
     notebook = {"zh-TW": "筆記本", "zh-CN": "笔记本", "en": "could not take this notebook"}[expected]
     assert notebook in said and said.startswith("**nbgrader "), said

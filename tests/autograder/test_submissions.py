@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.intake import late
+from autograder.intake.submission import Refused, Submission, fingerprint
 from autograder.intake.submissions import import_submissions
 
 
@@ -192,3 +193,35 @@ def test_links_in_a_folder_import_are_refused_never_followed(tmp_path, monkeypat
                 "Cy Fox (Moodle 3): '02_absolute.ipynb'"]:  # fmt: skip
         assert f"could not import {who} is a link: send the file itself" in err, err
     assert "the instructor's" not in "".join(p.read_text() for p in (course / "submitted").rglob("*.ipynb"))
+
+
+def test_a_submission_is_read_once_into_the_facts_grading_takes(tmp_path, monkeypatch):
+    """``Submission.read``: the files a worker is sent, their fingerprint (the one export compares with the folder:
+    the same digest, or every graded student would read 'imported again after it was graded'), the hand-in time
+    and how late it is; a folder that is no submission refused as import refuses it."""
+    course = tmp_path / "course"
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    folder = course / "submitted" / "alice" / "02_absolute"
+    (folder / "data" / "deep").mkdir(parents=True)
+    (folder / "02_absolute.ipynb").write_text('{"cells": []}')
+    (folder / "data" / "deep" / "table.csv").write_bytes(b"\x00\x01 binary")
+    (folder / "notes é.txt").write_text("not ASCII")
+    handed_in, due = (
+        datetime(2026, 10, 6, 1, 30, tzinfo=timezone.utc),
+        datetime(2026, 10, 5, tzinfo=timezone.utc),
+    )
+    late.write_timestamp(folder, handed_in)
+    submission = Submission.read("alice", "02_absolute", {"02_absolute.ipynb"}, due)
+    assert dict(submission.files) == {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+    assert submission.fingerprint == fingerprint(folder)
+    assert (submission.submitted, submission.seconds_late) == (handed_in, 25.5 * 3600)
+    assert Submission.read("alice", "02_absolute", set(), None).seconds_late == 0  # no due date: never late
+    with pytest.raises(TypeError):
+        submission.files["02_absolute.ipynb"] = b"changed"  # the value is the submission as it was read
+    (folder / "data" / "other.ipynb").symlink_to(folder / "02_absolute.ipynb")
+    with pytest.raises(Refused, match="is a link"):
+        Submission.read("alice", "02_absolute", {"02_absolute.ipynb"}, due)
+    with pytest.raises(ValueError, match="is not a student id"):
+        Submission.read("../bob", "02_absolute", set(), None)
