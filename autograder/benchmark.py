@@ -69,9 +69,14 @@ def _timed_record_student(spent: list[float]):
 
 
 def run(students: int, workers: int, assignments: list[str], scheduler: str | None = None) -> dict:
-    """One timed ``autograde`` per assignment of ``students`` correct submissions in a fresh course; the figures
-    of the run, overall and per assignment."""
-    os.environ["POSREF_COURSE_DIR"] = tempfile.mkdtemp(prefix=f"posref-bench-{workers}-")
+    """One timed ``autograde`` per assignment of ``students`` correct submissions in a fresh course (a temporary
+    folder, removed after the run); the figures of the run, overall and per assignment."""
+    with tempfile.TemporaryDirectory(prefix=f"posref-bench-{workers}-") as folder:
+        os.environ["POSREF_COURSE_DIR"] = folder
+        return _timed_runs(students, workers, assignments, scheduler)
+
+
+def _timed_runs(students: int, workers: int, assignments: list[str], scheduler: str | None) -> dict:
     if assignments == ["positions"]:
         os.environ["POSREF_SOURCE_DIR"] = "autograder/demo/source"
         os.environ["POSREF_RELEASE_DIR"] = str(course.course_dir() / "release")
@@ -158,7 +163,7 @@ def profile(assignments: list[str]) -> None:
             children, name, fn
         )
 
-    sandbox, scratch = Sandbox(), Path(tempfile.mkdtemp(prefix="posref-profile-"))
+    sandbox, scratch = Sandbox(), tempfile.TemporaryDirectory(prefix="posref-profile-")
     started = time.perf_counter()
     sandbox.fork_server()  # once per worker: not a notebook's
     print(
@@ -176,7 +181,7 @@ def profile(assignments: list[str]) -> None:
             cells.clear()
             path = course.source_dir() / name / f"{name}.ipynb"
             started = time.perf_counter()
-            result = record.grade_notebook(path, path, sandbox=sandbox, scratch_base=scratch)
+            result = record.grade_notebook(path, path, sandbox=sandbox, scratch_base=Path(scratch.name))
             total = time.perf_counter() - started
             slowest = sorted(((s, i) for i, s in cells.items() if i is not None), reverse=True)[:4]
             print(
@@ -193,6 +198,7 @@ def profile(assignments: list[str]) -> None:
             _reference_fn,
         )
         Sandbox.fork_server = fork_server
+        scratch.cleanup()
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 import unicodedata
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,29 +78,6 @@ def take_modes(root: Path) -> None:
             path = os.path.join(folder, name)
             if not os.path.islink(path):  # a link's mode is no one's (import refuses links anyway)
                 os.chmod(path, mode)
-
-
-def private_folder(name: str) -> Path:
-    """``<temporary folder>/posref-<uid>/<name>``: a folder of this user's own, kept across runs, in a temporary
-    folder that every user of the machine shares (``/tmp``): what one grader keeps there (a lock, Dask's scratch)
-    never blocks another grader, nor is read by one. Made 0700 on first use; a RuntimeError where it exists and is
-    not this user's own, closed to others (someone else made it first: a folder another user can write could hand
-    this process a file or link of their choosing)."""
-    owner = Path(tempfile.gettempdir()) / f"posref-{os.geteuid()}"
-    folder = owner / name
-    for path in (owner, folder):
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
-        info = os.lstat(path)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            raise RuntimeError(
-                f"{path} is not this user's own private folder (uid {info.st_uid}, mode "
-                f"{stat.filemode(info.st_mode)}; expected a folder of uid {os.geteuid()}, mode drwx------): "
-                "remove it, or set TMPDIR to a folder of your own"
-            )
-    return folder
 
 
 def replace_file(path: Path, data: bytes) -> None:

@@ -20,7 +20,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.course import REPO, private_folder
+from autograder.course import REPO
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler
 
@@ -34,8 +34,8 @@ def dask_client(scheduler: str | None, workers: int):
     TLS with a key and certificate made for the run, in memory (``security=True``), which the scheduler and workers
     require of whoever connects (without it, another user connected and ran code in the workers as the grader:
     the course folder, the gradebook); no page of the scheduler or a worker is served (the task names hold student
-    ids); its scratch is in a folder of the user's own (not ``$TMPDIR/dask-scratch-space``, which belongs to
-    whoever graded first)."""
+    ids); its scratch is a folder of the run's own, removed after it (not ``$TMPDIR/dask-scratch-space``, which
+    outlived every run and belonged to whoever graded first)."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -44,12 +44,14 @@ def dask_client(scheduler: str | None, workers: int):
         # whoever grades whether "you already have a cluster running"
         warnings.filterwarnings("ignore", message="Port 8787 is already in use", category=UserWarning)
         own = {
-            "temporary-directory": str(private_folder("dask")),
             "distributed.scheduler.http.routes": [],
             "distributed.worker.http.routes": [],
         }
         with (
-            dask.config.set(own),
+            # the scheduler's and workers' scratch: a folder of this run's own (0700), removed after it, not Dask's
+            # default $TMPDIR/dask-scratch-space, which outlived every run and belonged to whoever graded first
+            tempfile.TemporaryDirectory(prefix="posref-dask-") as scratch,
+            dask.config.set({**own, "temporary-directory": scratch}),
             LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
                 dashboard_address=None, silence_logs=logging.ERROR, security=True,

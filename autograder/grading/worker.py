@@ -3,19 +3,20 @@
 A worker (a process of a Dask cluster: local, or on other machines through ``--scheduler``) gets the source
 notebooks of one assignment and the files of one student's submission, grades each notebook in its own
 bubblewrap sandboxes (``record.grade_notebook``) and returns the records as plain data. It never sees the
-course folder (no gradebook, no other student, no records) and writes nothing but its own temporary folder,
-removed after each student; the instructor's process writes the gradebook, the records and the notebooks.
+course folder (no gradebook, no other student, no records) and writes nothing but a temporary folder of its own
+for each student (the submission's files, the children's scratch), removed when that student is graded; the
+instructor's process writes the gradebook, the records and the notebooks.
 
-A worker process keeps one ``Sandbox`` with its own unprivileged uid (when root: 62001, 62002, … taken with a
-lock file in root's own private temporary folder, ``course.private_folder``, so that every worker process of root's
-on a machine has its own, however they were started; its speed checks' reference child runs as that uid + 1000;
-a worker of an ordinary user takes none: its children run as that user) and one scratch folder for its whole life
-(the sandbox's per-worker state, reference children included, lives as long as the process).
+A worker process keeps one ``Sandbox`` for its whole life (its fork server and speed checks' reference child live as
+long as the process, in no folder of the host's) with its own unprivileged uid when root: 62001, 62002, … held by
+an abstract Unix socket named after it (``_free_uid``: the kernel releases the name when the process ends,
+however it ends, and nothing is written), so that every worker process of root's on a machine has its own, however
+they were started; its speed checks' reference child runs as that uid + 1000. A worker of an ordinary user takes
+none: its children run as that user.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import tempfile
@@ -24,7 +25,6 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
-from autograder.course import private_folder
 from autograder.grading.record import Record, grade_notebook
 from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.plain_data import student_text
@@ -35,32 +35,33 @@ from posref.grading.child.plain_data import student_text
 UID_BASE = 62000
 MAX_UIDS = 1000
 
-_SANDBOX: tuple[Sandbox, Path] | None = None
-_UID_LOCK = None  # the open lock file of this process's uid, held until it exits
+_SANDBOX: Sandbox | None = None
+_UID_HELD: socket.socket | None = None  # the socket that holds this process's uid, open until it exits
 
 
 def _free_uid() -> int:
-    """An unprivileged uid that no other grading process on this machine holds (a lock file per uid)."""
-    global _UID_LOCK
-    folder = private_folder("grader-uids")  # a folder in /tmp that anyone made first could block or trap root
+    """An unprivileged uid that no other grading process on this machine holds. A process holds its uid by binding
+    the abstract Unix socket ``posref-grader-uid-<uid>``: a name in the kernel, never a file (nothing to leave in
+    the temporary folder, nothing another user could make first), released when the process ends, however it
+    ends. Another process's name is refused (``EADDRINUSE``): the next uid is tried."""
+    global _UID_HELD
     for k in range(1, MAX_UIDS):
-        lock = open(folder / f"{k}.lock", "w")  # noqa: SIM115 (held open for the life of the process)
+        held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inherited by the children (PEP 446)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
+            held.bind(f"\0posref-grader-uid-{UID_BASE + k}")
+        except OSError:
+            held.close()
             continue
-        _UID_LOCK = lock
+        _UID_HELD = held
         return UID_BASE + k
     raise RuntimeError(f"{MAX_UIDS - 1} grading processes already run on this machine: no uid is free")
 
 
-def _sandbox() -> tuple[Sandbox, Path]:
-    """This process's sandbox and scratch folder, made on first use."""
+def _sandbox() -> Sandbox:
+    """This process's sandbox, made on first use."""
     global _SANDBOX
     if _SANDBOX is None:
-        sandbox = Sandbox(uid=_free_uid()) if os.geteuid() == 0 else Sandbox()
-        _SANDBOX = sandbox, Path(tempfile.mkdtemp(prefix="posref-worker-"))
+        _SANDBOX = Sandbox(uid=_free_uid()) if os.geteuid() == 0 else Sandbox()
     return _SANDBOX
 
 
@@ -83,9 +84,13 @@ def score_student(
     # the grader's own work (reference computations, comparisons) on one thread: a machine runs a worker per
     # core, and a second thread each made torch's small operations several times slower under that load
     torch.set_num_threads(1)
-    sandbox, scratch_base = _sandbox()
+    sandbox = _sandbox()
     with tempfile.TemporaryDirectory(prefix="posref-submission-") as tmp:
-        source_dir, submission = Path(tmp) / "source", Path(tmp) / "submission"
+        source_dir, submission, scratch_base = (
+            Path(tmp) / "source",
+            Path(tmp) / "submission",
+            Path(tmp) / "scratch",
+        )
         for root, contents in ((source_dir, sources), (submission, files)):
             root.mkdir()
             for name, data in contents.items():
@@ -99,9 +104,7 @@ def score_student(
                     source_dir / name, submission / name, sandbox=sandbox, scratch_base=scratch_base,
                     timeout=cell_timeout, budget=notebook_timeout,
                 )  # fmt: skip
-            except (
-                Exception
-            ) as err:  # a fault of the grader's own: this notebook goes to a person, never scored
+            except Exception as err:  # the grader's own fault: this notebook goes to a person, never scored
                 reason = f"grader error: {type(err).__name__}: {student_text(str(err))}"
                 record = Record(notebook=name, status="could not grade", reason=reason, sandbox=sandbox.mode)
             records.append(record.to_json())

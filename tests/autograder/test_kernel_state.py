@@ -221,7 +221,7 @@ def test_a_child_leaves_nothing_for_the_next_student_nor_on_the_host(
     # nothing on the host either: no key, no System V object of the uids this worker graded as (its students' and
     # its reference child's; every other grading process has uids of its own, a parallel test's included)
     keys_after = _host_keys()
-    box = worker._sandbox()[0]  # the in-process worker's
+    box = worker._sandbox()  # the in-process worker's
     graders = {box.uid, box.for_reference.uid}
     assert {uid: n for uid, n in keys_after.items() if uid in graders and n > keys_before.get(uid, 0)} == {}
     assert not _host_ipc_owners() & set(graders)
