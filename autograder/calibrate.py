@@ -3,7 +3,7 @@
     python -m autograder.calibrate                                  # every timed function
     python -m autograder.calibrate --checks apply_rope,causal_mean --repeats 3 --json figures.json
 
-For each timed function (``posref.bench.CALIBRATED``), the student-style implementations of
+For each timed function (``posref.bench_budgets.CALIBRATED``), the student-style implementations of
 ``tests/grading/student_impls.py`` and ``student_impls_speed.py`` run as the answer cells of a student's child and
 the reference runs in the reference child, both started as ``record.grade_notebook`` starts them (``record._Children``:
 the sandbox and its limits, a fork of the worker's fork server, the reference child ``record.reference_path`` names).
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from autograder.grading.record import _Children, reference_path
 from autograder.sandbox.sandbox import Sandbox
-from posref import bench
+from posref import bench, bench_budgets
 from posref.grading.child.remote import RemoteFunction
 from posref.grading.speed.calibration import CEILING, calibrate_speed_check
 from posref.grading.speed.check import SpeedCheck
@@ -38,9 +38,9 @@ CHECKERS = {"attention": "check_scaled_dot_product_attention_speed"}
 
 
 def speed_check(name: str) -> tuple[SpeedCheck, str, str, str]:
-    """The timed function ``name`` of ``posref.bench.CALIBRATED``: (its ``SpeedCheck``, its checker's name in
+    """The timed function ``name`` of ``posref.bench_budgets.CALIBRATED``: (its ``SpeedCheck``, its checker's name in
     ``posref.grading``, its budget's name in ``budgets.py``, the name of its implementations' dict)."""
-    module, attribute, constant, impls = bench.CALIBRATED[name]
+    module, attribute, constant, impls = bench_budgets.CALIBRATED[name]
     check = getattr(importlib.import_module(module), attribute)
     return check, CHECKERS.get(name, f"check_{check.name}_speed"), constant, impls
 
@@ -55,10 +55,14 @@ def program(names: Iterable[str]) -> list[tuple[int, str]]:
     timed function of ``names`` to their ``child_name`` (a child's functions are called by name)."""
     binding = ""
     for name in names:
-        impls = bench.CALIBRATED[name][3]
-        for i in range(len(bench.calibration_impls(name))):
+        impls = bench_budgets.CALIBRATED[name][3]
+        for i in range(len(bench_budgets.calibration_impls(name))):
             binding += f"{child_name(impls, i)} = list({impls}.values())[{i}][1]\n"
-    return [(0, bench.STUDENT_IMPLS.read_text()), (1, bench.STUDENT_IMPLS_SPEED.read_text()), (2, binding)]
+    return [
+        (0, bench_budgets.STUDENT_IMPLS.read_text()),
+        (1, bench_budgets.STUDENT_IMPLS_SPEED.read_text()),
+        (2, binding),
+    ]
 
 
 def calibrate_of_record(
@@ -73,9 +77,11 @@ def calibrate_of_record(
     each implementation in a student's child against the reference child, as the score of record times them. A
     student's child of its own per function (its CPU limit is per process)."""
     check, checker, constant, impls_name = speed_check(name)
-    local = bench.calibration_impls(name)
+    local = bench_budgets.calibration_impls(name)
     if local is None:
-        raise FileNotFoundError(f"{bench.STUDENT_IMPLS.parent}: the tests' student-style files are not there")
+        raise FileNotFoundError(
+            f"{bench_budgets.STUDENT_IMPLS.parent}: the tests' student-style files are not there"
+        )
     sandbox = Sandbox()
     children = _Children(
         program([name]), sandbox, sandbox.scratch(scratch_base), [], timeout=120, budget=24 * 3600
@@ -95,16 +101,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--checks", help=f"comma-separated, of {', '.join(bench.CHECKS)} (default: all)")
+    parser.add_argument(
+        "--checks", help=f"comma-separated, of {', '.join(bench_budgets.CHECKS)} (default: all)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="medians per implementation (11 rounds each)")
     parser.add_argument(
         "--json", help="also write every figure to this JSON file (rewritten after each check)"
     )
     args = parser.parse_args(argv)
-    names = bench.CHECKS if args.checks is None else [n.strip() for n in args.checks.split(",") if n.strip()]
-    unknown = [n for n in names if n not in bench.CALIBRATED]
+    names = (
+        bench_budgets.CHECKS
+        if args.checks is None
+        else [n.strip() for n in args.checks.split(",") if n.strip()]
+    )
+    unknown = [n for n in names if n not in bench_budgets.CALIBRATED]
     if unknown:
-        parser.error(f"unknown checks {unknown}: choose from {', '.join(bench.CHECKS)}")
+        parser.error(f"unknown checks {unknown}: choose from {', '.join(bench_budgets.CHECKS)}")
     figures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="posref-calibrate-") as scratch:
         for name in names:

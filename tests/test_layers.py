@@ -34,7 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("posref", "autograder")
 
 # posref's top-level modules that are not the core: the package's re-exports, its tools and the notebooks' flags
-NOT_CORE = {"posref", "posref.__main__", "posref.cli", "posref.bench", "posref.notebook"}
+NOT_CORE = {
+    "posref",
+    "posref.__main__",
+    "posref.cli",
+    "posref.bench",
+    "posref.bench_budgets",
+    "posref.notebook",
+}
 SUBPACKAGES = {"posref.kernels", "posref.lab", "posref.grading", "posref.explorers"}
 
 # Scaling methods without a graded exercise of their own, and why. Adding a method to SCALING_METHODS means

@@ -6,11 +6,11 @@ readable cases with a fixed seed; hidden mode draws many cases at grading time (
 
 The package shows its three concerns in its folders, over a shared vocabulary at the top:
 
-- ``cases``, ``report``, ``frames``, ``rules``, ``watch`` (and ``rope_cases``, ``fingerprints``, ``threads``): how
-  cases are drawn, how a difference is reported and hinted (and where the student's code raised), which of posref's
-  implementations a graded cell may not use (``rules`` reads the source for the early message, ``watch`` sees what
-  runs, in every thread the answer starts, knowing posref's code by what it computes). Every other part of grading
-  builds on these.
+- ``cases``, ``report``, ``difference``, ``frames``, ``rules``, ``watch`` (and ``rope_cases``, ``fingerprints``,
+  ``threads``): how cases are drawn, how a difference is found, said and hinted (and where the student's code
+  raised), which of posref's implementations a graded cell may not use (``rules`` reads the source for the early
+  message, ``watch`` sees what runs, in every thread the answer starts, knowing posref's code by what it computes).
+  Every other part of grading builds on these.
 - ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` and
   ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
 - ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and
@@ -61,7 +61,8 @@ from posref.grading.checks.scaling import (
     check_rope_frequencies_ntk_by_parts,
     check_rope_frequencies_yarn,
 )
-from posref.grading.report import Case, CheckFailed, difference, first_difference
+from posref.grading.difference import difference
+from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.speed.absolute import check_sinusoidal_pe_speed
 from posref.grading.speed.check import speed_line
 from posref.grading.speed.lab import (

@@ -32,7 +32,7 @@ What the checker's harness runs for the student's function (08's ``run_drop`` bu
 calls: the checker's reference calls run outside it.
 
 Where it runs, and what that guarantees. In the score of record the student's code runs in a sandboxed child and
-the watch runs there too (``posref.grading.child.remote.serve``), armed from an index of posref built before any
+the watch runs there too (``posref.grading.child.serve``), armed from an index of posref built before any
 student code runs (``index``, which also covers threads), so that patching posref's module attributes later changes
 nothing. The child reports what ran as plain data (names) beside each call's reply. The grader takes a report at its
 word, because it can only lower the student's own score; it never needs the child's word that nothing ran. So: every
@@ -197,7 +197,7 @@ class _Index:
 
 @functools.cache
 def index() -> _Index:
-    """posref's code as imported: build it before any student code runs (``remote.serve`` does), so that what a
+    """posref's code as imported: build it before any student code runs (``serve`` does), so that what a
     student's code later puts under posref's names changes nothing; from then on every thread started is watched
     (``threads.cover``)."""
     threads.cover(_hook)

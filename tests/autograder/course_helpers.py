@@ -40,7 +40,8 @@ def plain_child(code: str, **options):
 
 FIND_PIPE = """
 import fcntl, os
-import posref.grading.child.remote as remote
+import posref.grading.child.framing as framing
+import posref.grading.child.serve as child_end
 def pipe_to_grader():
     for fd in range(3, 64):
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from autograder import calibrate
 from autograder.grading.record import reference_path
-from posref import bench, grading
+from posref import bench_budgets, grading
 from posref.grading.child.remote import Child
 from posref.grading.speed import timing
 
@@ -18,14 +18,18 @@ pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s defau
 
 
 def test_every_calibrated_function_has_its_checker_its_reference_child_and_both_kinds_of_implementation():
-    assert set(bench.CALIBRATED) == set(bench.CHECKS)
-    for name in bench.CALIBRATED:
+    assert set(bench_budgets.CALIBRATED) == set(bench_budgets.CHECKS)
+    for name in bench_budgets.CALIBRATED:
         check, checker, _constant, _impls = calibrate.speed_check(name)
-        assert getattr(grading, checker).__module__ == bench.CALIBRATED[name][0], (name, checker)
-        assert check is getattr(importlib.import_module(bench.CALIBRATED[name][0]), bench.CALIBRATED[name][1])
+        assert getattr(grading, checker).__module__ == bench_budgets.CALIBRATED[name][0], (name, checker)
+        assert check is getattr(
+            importlib.import_module(bench_budgets.CALIBRATED[name][0]), bench_budgets.CALIBRATED[name][1]
+        )
         module, function = reference_path(checker).split(":")
         assert callable(getattr(importlib.import_module(module), function)), (name, checker)
-        assert {kind for kind, _fn in bench.calibration_impls(name).values()} == {"sane", "slow"}, name
+        assert {kind for kind, _fn in bench_budgets.calibration_impls(name).values()} == {"sane", "slow"}, (
+            name
+        )
 
 
 @pytest.mark.slow
@@ -48,7 +52,7 @@ def test_the_calibration_of_record_times_each_implementation_in_a_child_against_
     figures = calibrate.calibrate_of_record(
         "causal_mean", tmp_path, repeats=1, shape=(1, 1, 16, 4), ceiling=5.0
     )
-    for label, (kind, _fn) in bench.calibration_impls("causal_mean").items():
+    for label, (kind, _fn) in bench_budgets.calibration_impls("causal_mean").items():
         assert figures[f"{label} ({kind}) #1"] > 0, figures
     assert figures["reference us per call (default, as checked)"] > 0
     assert isinstance(figures["verdict"], str)

@@ -52,14 +52,14 @@ MARKERS = "### BEGIN HIDDEN TESTS\n### BEGIN SOLUTION\n### BEGIN MARK SCHEME\n{{
 CHATTY = (
     PE
     + """
-import posref.grading.child.remote as _remote
-_real = _remote._encode
+import posref.grading.child.framing as _framing
+_real = _framing.encode
 def _loud(message):
     if isinstance(message, dict) and message.get("event") == "ready":
         errors = {i: "=HYPERLINK(1);" * 150 for i in range(1000, 31000)}
         message = {**message, "errors": {**errors, **message["errors"]}}
     return _real(message)
-_remote._encode = _loud
+_framing.encode = _loud
 """
 )
 

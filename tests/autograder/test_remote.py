@@ -19,7 +19,7 @@ from posref.grading.report import StudentError
 
 
 def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
-    """Student code can replace the child's own conversion (``remote.plain``) and send anything ``torch.save``
+    """Student code can replace the child's own conversion (``child_end.plain``) and send anything ``torch.save``
     writes. Each result below used to reach the checkers: a list of shared references whose repr has 2**45
     items (the grader hung building it), a sparse or nested tensor or an integer too big for a float (the
     comparison raised in the grader), a compressed frame (a zip bomb); an error message of a megabyte with
@@ -28,10 +28,10 @@ def test_results_and_messages_the_grader_must_not_trust_fail_that_call_only():
         FIND_PIPE
         + """
 import io, zipfile, torch
-def raw(value, real=remote.plain):  # what a patched child sends: these as they are, the rest as usual
+def raw(value, real=child_end.plain):  # what a patched child sends: these as they are, the rest as usual
     sparse_or_nested = isinstance(value, torch.Tensor) and (value.is_nested or value.layout != torch.strided)
     return value if isinstance(value, (list, int)) or sparse_or_nested else real(value)
-remote.plain = raw
+child_end.plain = raw
 def shared():
     a = [1.0]
     for _ in range(45):
@@ -61,7 +61,7 @@ def bomb():
         for info in entries.infolist():
             z.writestr(info.filename, entries.read(info.filename), compress_type=zipfile.ZIP_DEFLATED)
     data = out.getvalue()
-    os.write(pipe_to_grader(), remote._HEADER.pack(len(data)) + data)
+    os.write(pipe_to_grader(), framing.HEADER.pack(len(data)) + data)
     import time; time.sleep(600)
 """
     )
@@ -92,7 +92,7 @@ def test_a_frame_announced_larger_than_max_frame_is_refused_before_it_is_read():
     code = FIND_PIPE + (
         "import time\n"
         "def giant():\n"
-        "    os.write(pipe_to_grader(), remote._HEADER.pack(remote.MAX_FRAME + 1))\n"
+        "    os.write(pipe_to_grader(), framing.HEADER.pack(framing.MAX_FRAME + 1))\n"
         "    time.sleep(600)\n"
     )
     # refused at the header: reading the announced bytes would wait for the call's timeout (120 s)
@@ -114,7 +114,7 @@ def test_a_function_that_changes_its_input_in_place_is_seen_doing_so_through_the
         "def reshapes(x):\n"
         "    return x.unsqueeze_(0)\n"
         "def lies(x):\n"
-        "    os.write(pipe_to_grader(), remote._encode({'ok': 1.0, 'changed': {7: torch.ones(1)}}))\n"
+        "    os.write(pipe_to_grader(), framing.encode({'ok': 1.0, 'changed': {7: torch.ones(1)}}))\n"
     )
     with plain_child(code, call_timeout=30) as child:
         with pytest.raises(grading.CheckFailed, match="the output is right, but the call changed argument 1"):
@@ -131,7 +131,7 @@ def test_a_malformed_ready_message_from_the_last_cell_is_refused():
     # a cell can write to the grader's pipe: a "ready" of its own must hold names and cell errors of the right types
     fake = (
         FIND_PIPE
-        + "os.write(pipe_to_grader(), remote._encode({'event': 'ready', 'names': [], 'errors': {0: 5}}))\n"
+        + "os.write(pipe_to_grader(), framing.encode({'event': 'ready', 'names': [], 'errors': {0: 5}}))\n"
     )
     with pytest.raises(ChildFailed, match="malformed message"):
         Child(PLAIN_PYTHON, [(0, fake)], python_path=[str(REPO)])
@@ -170,7 +170,7 @@ def test_announcements_faked_by_a_cell_neither_restart_its_clock_nor_blame_anoth
         + """
 import time
 for _ in range(1200):
-    os.write(pipe_to_grader(), remote._encode({"event": "cell", "index": 0}))
+    os.write(pipe_to_grader(), framing.encode({"event": "cell", "index": 0}))
     time.sleep(0.2)
 """
     )
@@ -226,8 +226,8 @@ def test_what_a_child_reports_about_its_cells_is_bounded_and_only_for_cells_it_w
     from posref.grading.child.remote import MAX_NAME, MAX_NAMES
 
     code = """
-import posref.grading.child.remote as remote
-real = remote._encode
+import posref.grading.child.framing as framing
+real = framing.encode
 def loud(message):
     if isinstance(message, dict) and message.get("event") == "ready":
         errors = {i: "E" * 2000 for i in range(1, 30_001)} | {-5: "negative", 10**9: "far"} | message["errors"]
@@ -235,7 +235,7 @@ def loud(message):
         message = {**message, "errors": errors, "names": names}
     return real(message)
 from posref.grading.child.remote import MAX_NAME, MAX_NAMES
-remote._encode = loud
+framing.encode = loud
 def double(x):
     return 2 * x
 raise ValueError("A" * 10**6)

@@ -202,8 +202,8 @@ def test_a_tree_of_3000_nested_folders_is_removed_without_recursion(tmp_path):
 
 REPLIES = """
 import torch
-import posref.grading.child.remote as remote
-remote.plain = lambda value: value  # a child that sends what it likes
+import posref.grading.child.serve as child_end
+child_end.plain = lambda value: value  # a child that sends what it likes
 def parameter():
     p = torch.nn.Parameter(torch.zeros(4, 8))
     p.detach = "not a method"

@@ -62,15 +62,15 @@ NOT_SEPARABLE = {("alibi_handler", "loop over queries")}
 
 
 def _calibrated():
-    """Every implementation the budgets were calibrated on (``posref.bench.CALIBRATED``), as ``(function, its speed
+    """Every implementation the budgets were calibrated on (``posref.bench_budgets.CALIBRATED``), as ``(function, its speed
     checker, its name in the child, its label, "sane" or "slow")``: what the budgets' table lists."""
     from autograder import calibrate
-    from posref import bench
+    from posref import bench_budgets
 
     battery = []
-    for function in bench.CALIBRATED:
+    for function in bench_budgets.CALIBRATED:
         check, checker, _constant, impls = calibrate.speed_check(function)
-        for i, (label, (kind, _fn)) in enumerate(bench.calibration_impls(function).items()):
+        for i, (label, (kind, _fn)) in enumerate(bench_budgets.calibration_impls(function).items()):
             if (function, label) not in NOT_SEPARABLE:
                 battery.append((check.name, checker, calibrate.child_name(impls, i), label, kind))
     return battery
@@ -83,11 +83,13 @@ CALIBRATED = _calibrated()
 def calibrated(tmp_path_factory):
     """One child running the calibration's implementations (``autograder.calibrate.program``)."""
     from autograder import calibrate
-    from posref import bench
+    from posref import bench_budgets
 
     sandbox = Sandbox()
     scratch = sandbox.scratch(tmp_path_factory.mktemp("calibrated"))
-    kids = _Children(calibrate.program(bench.CALIBRATED), sandbox, scratch, [], timeout=120, budget=3600)
+    kids = _Children(
+        calibrate.program(bench_budgets.CALIBRATED), sandbox, scratch, [], timeout=120, budget=3600
+    )
     yield kids
     kids.close()
 
@@ -302,7 +304,7 @@ def test_a_round_ends_measured_with_the_child_stopped_before_it_can_know_the_rou
 def test_a_timed_request_tells_the_child_no_call_count(shortcuts, monkeypatch):
     # the red team's loop learned from the request how many calls were left; now the child learns only a bound that
     # is the same for every round, and the grader ends a round by a byte in the shared buffer when its time is up
-    from posref.grading.child import remote
+    from posref.grading.child import framing
 
     sent = []
     child = shortcuts.get()
@@ -312,7 +314,7 @@ def test_a_timed_request_tells_the_child_no_call_count(shortcuts, monkeypatch):
     for _ in range(2):
         chain = seal(lab.causal_mean_chain(Draw(hidden=True, device="cpu"), (1, 2, 16, 4)))
         child.run_chain("cm_cumsum", chain, timing.MAX_CALLS, 0.01)
-    requests = [torch.load(io.BytesIO(frame[remote._HEADER.size :]), weights_only=True) for frame in sent]
+    requests = [torch.load(io.BytesIO(frame[framing.HEADER.size :]), weights_only=True) for frame in sent]
     assert [r["max_calls"] for r in requests] == [timing.MAX_CALLS] * 2
     assert not {"calls", "stop_after"} & set().union(*requests)
 

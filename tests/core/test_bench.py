@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import fresh_rope_triton
 
-from posref import apply_rope, bench
+from posref import apply_rope, bench, bench_budgets
 from posref.bench import (
     bench_apply_rope,
     bench_biased_attention,
@@ -86,17 +86,17 @@ def test_budget_calibration_runs_end_to_end_and_writes_its_figures(tmp_path, cap
     parts = {k: v for k, v in saved["figures"].items() if k.startswith("apply_rope budget calibration (")}
     assert len(parts) == 2
     for figures in parts.values():
-        for name, (kind, _fn) in bench.calibration_impls("apply_rope").items():
+        for name, (kind, _fn) in bench_budgets.calibration_impls("apply_rope").items():
             assert figures[f"{name} ({kind}) #1"] > 0 and figures[f"{name} seconds"] > 0
         assert figures["reference us per call (default, as checked)"] > 0
         assert figures["worst sane median"] > 0 and figures["best slow median"] > 0
         assert isinstance(figures["verdict"], str) and "separable" in figures["verdict"]
         assert "proposed budget" in figures
         # timed in this process: no CPU budget to paste (those are the score of record's, autograder.calibrate)
-        assert figures["budgets.py line"] in ("", bench.OF_RECORD_ONLY)
+        assert figures["budgets.py line"] in ("", bench_budgets.OF_RECORD_ONLY)
     assert "shape" in saved["figures"]["apply_rope budget recommendation cpu"]
     attention = saved["figures"]["attention budget calibration (1, 2, 16, 8) cpu"]
-    for name, (kind, _fn) in bench.calibration_impls("attention").items():
+    for name, (kind, _fn) in bench_budgets.calibration_impls("attention").items():
         assert attention[f"{name} ({kind}) #1"] > 0, attention
     assert "separable" in attention["verdict"]
     table = capsys.readouterr().out
@@ -127,8 +127,8 @@ def test_calibration_proposes_a_pastable_budget_when_slow_is_far_and_skips_wrong
 
 
 def test_calibration_without_the_student_file_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "STUDENT_IMPLS", tmp_path / "absent.py")
-    figures = bench.bench_budgets(torch.device("cpu"), small=True)
+    monkeypatch.setattr(bench_budgets, "STUDENT_IMPLS", tmp_path / "absent.py")
+    figures = bench_budgets.bench_budgets(torch.device("cpu"), small=True)
     assert "not found" in figures["apply_rope budget calibration"]["skipped"]
 
 

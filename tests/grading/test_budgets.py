@@ -83,17 +83,17 @@ def test_attention_budget_is_chosen_by_device_type():
 def test_every_speed_check_the_bench_calibrates_has_its_check_budget_and_both_kinds_of_implementation():
     import importlib
 
-    from posref import bench
+    from posref import bench_budgets
     from posref.grading.speed.check import SpeedCheck
 
-    for name, (module, check, constant, _impls) in bench.CALIBRATED.items():
+    for name, (module, check, constant, _impls) in bench_budgets.CALIBRATED.items():
         speed_check = getattr(importlib.import_module(module), check)
         assert isinstance(speed_check, SpeedCheck), name
         assert speed_check.budget("cpu") is getattr(budgets, f"{constant}_CPU"), name
-        kinds = {kind for kind, _ in bench.calibration_impls(name).values()}
+        kinds = {kind for kind, _ in bench_budgets.calibration_impls(name).values()}
         assert kinds == {"sane", "slow"}, name
     with pytest.raises(ValueError, match="unknown checks"):
-        bench.bench_budgets(torch.device("cpu"), checks=["t5_bias"])
+        bench_budgets.bench_budgets(torch.device("cpu"), checks=["t5_bias"])
 
 
 def test_calibrating_a_speed_check_reports_each_median_the_load_and_a_verdict():

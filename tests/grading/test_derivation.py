@@ -24,7 +24,7 @@ from posref.grading.checks.derivation import (
     rotations_from_step,
     step_from_two,
 )
-from posref.grading.report import difference
+from posref.grading.difference import difference
 
 
 def by_matrix_products(step, positions):

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from posref.grading import CheckFailed
-from posref.grading.report import Case, difference, first_difference, same_values
+from posref.grading.difference import difference, same_values
+from posref.grading.report import Case, first_difference
 
 
 @pytest.mark.parametrize(

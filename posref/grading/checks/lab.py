@@ -23,7 +23,8 @@ from torch import nn
 
 from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
-from posref.grading.report import Case, CheckFailed, call, default_tolerance, difference, first_difference
+from posref.grading.difference import default_tolerance, difference
+from posref.grading.report import Case, CheckFailed, call, first_difference
 from posref.grading.rules import enforce_rules, watch_rules
 from posref.i18n import _
 from posref.lab.evaluate import per_position_loss

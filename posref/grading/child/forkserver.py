@@ -7,7 +7,7 @@ the grader sends it two pipe ends and the shared buffer of timed rounds (``SCM_R
 ``SOCK_SEQPACKET`` socket) and the server forks; when the fork ends (or is killed), the server ends every other
 process in its PID namespace that the child's user owns (what the child left running) and empties ``/scratch``
 and the private ``/tmp`` and ``/dev/shm`` before it reports the exit status, and it does so again before each fork;
-the fork closes the server's socket and serves the grader exactly as a started child does (``remote.serve``). So a
+the fork closes the server's socket and serves the grader exactly as a started child does (``serve.serve``). So a
 child still starts with nothing of another student's: no process (killed), no file (removed), no memory (a fork of
 a server that never ran student code), no IPC object or key (the calls that make them are refused:
 ``autograder/sandbox/seccomp.py``; the server's IPC namespace and keyrings are every fork's). The server is not
@@ -76,7 +76,7 @@ def serve_forks(sock_fd: int, work: str, preload: Sequence[str] = ()) -> None:
     import importlib
 
     import posref.grading  # noqa: F401  (torch and posref's core: what every child imports, once)
-    from posref.grading.child.remote import serve
+    from posref.grading.child.serve import serve
 
     for module in preload:
         try:
@@ -292,7 +292,7 @@ class ForkServer:
         self, to_child_r: int, from_child_w: int, shared: int, join: Callable[[int], object] | None = None
     ) -> ForkedProcess:
         """A new child reading ``to_child_r``, writing ``from_child_w`` and sharing the buffer ``shared`` (see
-        ``remote.serve``; all three still the caller's to close)."""
+        ``serve.serve``; all three still the caller's to close)."""
         if self.current is not None and self.current.returncode is None:
             try:
                 os.killpg(self.current.pid, signal.SIGKILL)

@@ -7,10 +7,10 @@ stays in the grader. Whatever the student's code patches (posref, torch.testing,
 patches in the child only, where nothing is judged. A call behaves as if it were local: what the function changes
 in place in its tensor arguments comes back and is written into the grader's arguments.
 
-Messages are length-prefixed ``torch.save`` payloads on two pipes. The grader reads them with
+Messages are length-prefixed ``torch.save`` payloads on two pipes (``framing``). The grader reads them with
 ``torch.load(weights_only=True)``, which builds tensors, numbers, strings and containers only (never arbitrary
-objects), and refuses frames over ``MAX_FRAME`` bytes. The child is untrusted (student code can patch this
-module inside it and write to its pipe), so the grader checks every frame itself: stored (uncompressed) zip
+objects), and refuses frames over ``framing.MAX_FRAME`` bytes. The child is untrusted (student code can patch the
+child's end, ``serve``, inside it and write to its pipe), so the grader checks every frame itself: stored (uncompressed) zip
 entries only, results made of dense tensors, 64-bit numbers, strings and at most ``MAX_ITEMS`` nested items, and
 text from the child cut to ``MAX_TEXT`` printable characters before it reaches a message.
 
@@ -21,21 +21,19 @@ each call's checksum and the last output into the buffer and answers with the nu
 stops its clock, then reads the output and the checksums back. The transport is one small frame each way and one
 copy of the inputs, the last output and the checksums per round, whatever the number of calls.
 
-Why here and not in autograder/: both ends of the protocol are this module. The child runs
-``from posref.grading.child.remote import serve`` inside the sandbox, which holds only posref/ (read-only, data
-included), so its end must be part of posref; the grader's end (``Child``, ``RemoteFunction``), used by
-``autograder.grading.record``, sits beside it so that the two cannot drift apart.
+This module is the grader's end (``Child``, ``RemoteFunction``, used by ``autograder.grading.record``);
+``serve.py`` is the child's, and both write and read ``framing.py``'s frames. Why here and not in autograder/:
+the child runs ``from posref.grading.child.serve import serve`` inside the sandbox, which holds only posref/
+(read-only, data included), so its end must be part of posref; the grader's end sits beside it, in this package,
+so that the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 import io
-import linecache
 import math
-import mmap
 import os
 import select
-import struct
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -44,32 +42,24 @@ from typing import Any
 
 import torch
 
-from posref.grading import rules, watch
-from posref.grading.child import rounds
+from posref.grading.child import framing, rounds
 from posref.grading.child.plain_data import (
-    from_wire,
-    plain,
     stored_zip,
     student_text,
-    tensor_arguments,
     to_wire,
     unreadable,
     write_changes,
 )
 from posref.grading.child.processes import frozen, process_tree, tree_cpu_seconds
-from posref.grading.child.scratch import write_files
-from posref.grading.frames import where_it_raised
-from posref.grading.report import StudentError, error_text, same_values
+from posref.grading.report import StudentError
 from posref.grading.speed.pinning import pin, timing_cpu
 from posref.grading.speed.timing import TimedElsewhere
 from posref.grading.watch import Ran
 from posref.i18n import N_, _
 
-MAX_FRAME = 256 * 2**20
 MAX_NAMES, MAX_NAME = 10_000, 200  # names a child reports defined, and characters of each
 SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are allocated only where written)
 EXIT_GRACE = 2.0  # seconds a child whose pipe broke has to end by itself before it is killed
-_HEADER = struct.Struct("<Q")
 
 
 class ChildFailed(Exception):
@@ -87,117 +77,6 @@ class ChildFailed(Exception):
 
 class BudgetSpent(ChildFailed):
     """The notebook's whole grading time (``Child.deadline``) ran out: no cell is to blame."""
-
-
-# ---------------------------------------------------------------- framing
-
-
-def _encode(obj: Any) -> bytes:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    data = buf.getvalue()
-    return _HEADER.pack(len(data)) + data
-
-
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-# ---------------------------------------------------------------- the child side
-
-
-def serve(read_fd: int, write_fd: int, shared_fd: int | None = None) -> None:
-    """The child's loop: run the answer cells it is sent, then answer calls (and timed rounds, through the buffer
-    ``shared_fd``) until its input closes."""
-    torch.set_num_threads(1)
-    shared = None if shared_fd is None else mmap.mmap(shared_fd, os.fstat(shared_fd).st_size)
-    watch.index()  # posref's code as imported, before any student code can put something else under its names
-
-    def send(obj: Any) -> None:
-        _write_all(write_fd, _encode(obj))
-
-    def receive() -> Any:
-        (n,) = _HEADER.unpack(_read_exact(read_fd, _HEADER.size, None))
-        return torch.load(io.BytesIO(_read_exact(read_fd, n, None)), weights_only=True)
-
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    program = receive()
-    write_files(program.get("files", ()))
-    errors = {}
-    for index, source in program["cells"]:
-        send({"event": "cell", "index": index})
-        name = f"<cell {index}>"
-        lines = source.splitlines(keepends=True)
-        linecache.cache[name] = (len(source), None, lines, name)  # lines in messages
-        try:
-            exec(compile(source, name, "exec"), namespace)
-        except BaseException as err:  # noqa: BLE001  (a cell's SystemExit or KeyboardInterrupt is its own failure)
-            errors[index] = error_text(err)
-    names = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("__"))
-    send({"event": "ready", "names": names, "errors": errors})
-    while True:
-        try:
-            request = receive()
-        except EOFError:
-            return
-        name = request.get("call", request.get("chain"))
-        fn = namespace.get(name)
-        ran = Ran()  # what the checker's rule forbids that ran during the call (posref.grading.watch)
-        forbidden = rules.watch_target(request["watch"]) if type(request.get("watch")) is str else None
-        try:
-            if fn is None:
-                raise NameError(
-                    _("name {name} is not defined (did the cell that defines it run?)").format(
-                        name=repr(name)
-                    )
-                )
-            if "chain" in request:
-                send(rounds.run_chain_here(fn, request, shared))
-                continue
-            args, kwargs = from_wire(request["args"]), from_wire(request["kwargs"])
-            given = tensor_arguments(args, kwargs)
-            before = [value.clone() for _, value in given]
-            with watch.watching(forbidden, namespace) as ran:
-                value = fn(*args, **kwargs)
-            result = {"ok": plain(value)}
-            # what the call changed in place travels back, so the grader sees it as if the call had been local
-            changed = {
-                where: value.detach()
-                for (where, value), old in zip(given, before, strict=True)
-                if not same_values(old, value)
-            }
-            if changed:
-                result["changed"] = changed
-        except BaseException as err:  # noqa: BLE001
-            # the student's own line (their cells' sources are in linecache), never a path of this machine
-            # the names of its exception's classes, so that the grader can tell an IndexError from a ValueError
-            result = {
-                "error": error_text(err) + where_it_raised(err),
-                "types": [c.__name__ for c in type(err).__mro__],
-            }
-        if ran:
-            result["ran"], result["through"] = list(ran), dict(ran.through)
-        send(result)
-
-
-# ---------------------------------------------------------------- the grader side
 
 
 class Child:
@@ -251,7 +130,7 @@ class Child:
         self._from_child, from_child_w = os.pipe()
         boot = (
             f"import sys; sys.path[:0] = {list(python_path)!r}; "
-            f"from posref.grading.child.remote import serve; serve({to_child_r}, {from_child_w}, {self._shared})"
+            f"from posref.grading.child.serve import serve; serve({to_child_r}, {from_child_w}, {self._shared})"
         )
         log = open(log_path or os.devnull, "wb")  # noqa: SIM115  (kept for the child's lifetime)
         try:
@@ -346,11 +225,11 @@ class Child:
         return [n for n in names[:MAX_NAMES] if len(n) <= MAX_NAME], kept
 
     def _send(self, obj: Any) -> None:
-        self._send_frame(_encode(obj))
+        self._send_frame(framing.encode(obj))
 
     def _send_frame(self, frame: bytes) -> None:
         try:
-            _write_all(self._to_child, frame)
+            framing.write_all(self._to_child, frame)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._gone()) from None
 
@@ -387,13 +266,15 @@ class Child:
         if budget:
             deadline = self.deadline
         try:
-            (n,) = _HEADER.unpack(_read_exact(self._from_child, _HEADER.size, deadline))
-            if n > MAX_FRAME:
+            (n,) = framing.HEADER.unpack(framing.read_exact(self._from_child, framing.HEADER.size, deadline))
+            if n > framing.MAX_FRAME:
                 self.kill()
                 raise ChildFailed(
-                    _("the grading process sent {n} bytes (more than {most})").format(n=n, most=MAX_FRAME)
+                    _("the grading process sent {n} bytes (more than {most})").format(
+                        n=n, most=framing.MAX_FRAME
+                    )
                 )
-            data = _read_exact(self._from_child, n, deadline)
+            data = framing.read_exact(self._from_child, n, deadline)
         except TimeoutError:
             self.kill()
             if budget:
@@ -483,7 +364,7 @@ class Child:
         which take the CPU from the child, do not count against it."""
         request, placed, out, sums = rounds.lay_out(name, chain, max_calls, SHARED_BYTES)
         stop = request["stop"]
-        frame = _encode(request)
+        frame = framing.encode(request)
         pin(self.processes(), timing_cpu())
         rounds.unwritten(self._shared, request["sums"], max_calls)
         before = self.cpu_seconds()

@@ -33,7 +33,8 @@ from typing import Any
 
 import torch
 
-from posref.grading.report import CheckFailed, StudentError, difference, private_copy
+from posref.grading.difference import difference
+from posref.grading.report import CheckFailed, StudentError, private_copy
 from posref.grading.speed.links import ALIGN, run_calls, starts, weights_at
 from posref.i18n import _
 
