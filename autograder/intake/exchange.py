@@ -16,7 +16,7 @@ formgrader's Collect button) takes a submission only when
 * its owner's user name is the student id it claims (where a hub runs every user's server as one Unix user, no
   claim can hold but that user's own: nothing is collected as another student's, and the refusal says why),
 * the claimed id is one the course takes (``course.student_id_problem``), everything in it is the owner's, and it
-  passes import's checks (``submissions.check_submission``: no link, regular files, named in UTF-8, within bounds);
+  passes import's checks (``submission.check_submission``: no link, regular files, named in UTF-8, within bounds);
 
 each other one is refused, logged ("could not collect ..."), and kept in the course's record of refused imports
 (``refusals.py``) under the claim and its owner, so that ``export`` gives it a row. Of a student's submissions it
@@ -40,7 +40,7 @@ from nbgrader.utils import ignore_patterns
 from autograder.course import course_dir, source_dir, student_id_problem, take_modes
 from autograder.intake import late, refusals
 from autograder.intake.refusals import Refusal
-from autograder.intake.submissions import Refused, check_submission
+from autograder.intake.submission import Refused, check_submission
 
 SHARED_USER_HINT = (
     "the exchange knows who handed a submission in by the Unix user that owns it; where a hub runs several hub "
