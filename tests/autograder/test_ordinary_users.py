@@ -25,7 +25,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -62,6 +62,12 @@ class Machine:
     group: str | None
     prefix: list[str]  # what makes this environment's Python readable to another user (empty when it is)
     sandbox: str = ""  # the sandbox an ordinary user gets here (``Sandbox.mode``)
+    # a command -> the names it left in ``common_tmp`` (``new_in_tmp``), filled as the fixtures run them
+    left: dict[str, list[str]] = field(default_factory=dict)
+
+    def new_in_tmp(self, before: set[str]) -> list[str]:
+        """What is in the shared temporary folder now that was not in ``before`` (names)."""
+        return sorted(set(os.listdir(self.common_tmp)) - before)
 
     def run(self, grader: Grader, *args: str, course: Path, env: dict[str, str] | None = None):
         """``python -m autograder ARGS`` (``python ARGS`` when ARGS start with ``-m`` or ``-c``) as ``grader``, in
@@ -200,8 +206,10 @@ def released(machine) -> Path:
     """A course with 01_order released by the first grader (``release``), copied for each grading."""
     grader = machine.graders[0]
     course = grader.home / "released"
+    before = set(os.listdir(machine.common_tmp))
     result = machine.run(grader, "release", ASSIGNMENT, course=course)
     assert result.returncode == 0, result.stderr
+    machine.left["release"] = machine.new_in_tmp(before)
     return course
 
 
@@ -214,15 +222,19 @@ def _course_for(machine: Machine, grader: Grader, released: Path, name: str) -> 
 
 
 def _workflow(machine: Machine, grader: Grader, course: Path) -> dict:
-    """The README's import, autograde, feedback and export as ``grader``: each command's result, and the CSV's rows."""
-    out = {}
+    """The README's import, autograde, feedback and export as ``grader``: each command's result, what each left in
+    the shared temporary folder (``left``: the names new after it; others' commands running beside it add theirs),
+    and the CSV's rows."""
+    out = {"left": {}}
     for step, args in [
         ("import", ("import", str(grader.home / "class"))),
         ("autograde", ("autograde", ASSIGNMENT, "--workers", "1")),
         ("feedback", ("feedback", ASSIGNMENT)),
         ("export", ("export", ASSIGNMENT)),
     ]:
+        before = set(os.listdir(machine.common_tmp))
         out[step] = machine.run(grader, *args, course=course)
+        out["left"][step] = machine.new_in_tmp(before)
     written = course / f"{ASSIGNMENT}-grades.csv"
     out["rows"] = list(csv.DictReader(written.read_text().splitlines())) if written.exists() else []
     return out
@@ -269,13 +281,18 @@ def test_an_instructor_who_is_not_root_grades_with_the_readmes_commands(machine,
     assert stat.S_IMODE(autograded.stat().st_mode) == 0o444  # nbgrader's mode, kept by the score's rewrite
     assert not course.stat().st_mode & 0o007, "the course folder (every student's work) is open to every user"
     _assert_nothing_shared_in(machine.common_tmp)
+    # a run leaves nothing behind (issue 35.4), as an ordinary user too: each of the five commands, run alone
+    assert {"release": machine.left["release"], **out["left"]} == dict.fromkeys(
+        ["release", "import", "autograde", "feedback", "export"], []
+    )
 
 
 def test_a_second_instructor_grades_after_and_beside_the_first_on_the_same_machine(machine, released, first):
     """The second grader runs the README's commands on a course of their own right after the first grader did
-    (what the first run left in the machine's temporary folder is there), while the first grades again: both grade
-    in full, and neither keeps anything in the shared temporary folder that the other may enter."""
+    (anything the first run left in the machine's temporary folder would be there), while the first grades again:
+    both grade in full, and neither leaves anything in the shared temporary folder."""
     a, b = machine.graders[0], _second(machine)
+    before = set(os.listdir(machine.common_tmp))
     again = machine.popen(a, "autograde", ASSIGNMENT, "--workers", "1", "--regrade", course=first[0])
     course = _course_for(machine, b, released, "course")
     try:
@@ -287,6 +304,7 @@ def test_a_second_instructor_grades_after_and_beside_the_first_on_the_same_machi
         f"{beside.stdout}\n{beside.stderr}"
     )
     _assert_nothing_shared_in(machine.common_tmp)
+    assert machine.new_in_tmp(before) == []  # both runs over: neither left anything (issue 35.4)
 
 
 def test_graders_of_one_group_share_a_course(machine, released):
