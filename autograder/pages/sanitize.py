@@ -9,7 +9,15 @@ and ``text/markdown`` outputs with bleach) made to what the course's pages need:
   ``text/latex``, widget views, ...) is dropped, and output metadata keeps only a numeric width and height;
 * a cell keeps nbgrader's metadata only where it is well formed (a grade id of letters, digits, ``_`` and ``-``,
   numeric points and score, true/false flags): the templates write the grade id into HTML attributes unescaped;
-* cell attachments are dropped (a student's markdown may name them: an SVG with a script);
+* a cell's attachments (an image pasted into a written answer: JupyterLab keeps it in the cell) are shown when they
+  are a PNG, JPEG or GIF in valid base64, at most ``MAX_ATTACHMENT`` characters each and ``MAX_ATTACHMENTS`` a cell;
+  every other one (an SVG with a script, too large, not base64) and every ``attachment:`` the markdown names that
+  the cell does not hold is left out with a note in its place (``_attachments``): nbconvert's renderer raised on a
+  missing attachment, and the formgrader's page was an HTTP 500 and the student had no feedback page;
+* nothing a student wrote keeps an id, a name, a class (but syntax highlighting's, ``SAFE_CLASSES``), a label's
+  ``for``, a ``form``, an ``aria-*`` reference or a ``data-*`` attribute (``_safe_attribute``, for rendered markdown and
+  HTML outputs alike): the formgrader's script binds each grade's controls by id and class, and a written answer's
+  ``<span id="q_keys_only">`` once took the next answer's score input;
 * markdown cells are left as written: ``CleanMarkdownExporter`` (the feedback pages, the formgrader's view)
   cleans them once rendered to HTML (``clean_rendered_html``). Markdown may build links and images that a pass
   over its source never sees as tags, and such a pass escapes every ``<``, which a formula or a code span then
@@ -25,7 +33,10 @@ import bleach
 import jinja2
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors.sanitize import SanitizeHTML
+from pygments.token import STANDARD_TYPES
 from traitlets import Set
+
+from posref.i18n import _
 
 GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -38,11 +49,21 @@ RENDERED_TAGS = {
 }
 
 
+# the classes rendered markdown may keep: syntax highlighting's (Pygments' token classes) and the heading links'.
+# Every other class, and every id, name, for, form, aria-* and data-* attribute, is dropped: the formgrader's script
+# binds a grade's controls by id (``$("#" + grade_id)``) and finds them by class (.score, .comment, .nbgrader_cell),
+# so a written answer's <span id="q_keys_only"> took the next answer's score input, and the score typed there was
+# saved for both
+SAFE_CLASSES = frozenset({*STANDARD_TYPES.values(), "highlight", "anchor-link"}) - {""}
+
+
 def _safe_attribute(tag: str, name: str, value: str) -> bool:
     """Attributes kept in rendered markdown: links to the web, anchors and relative paths; images only inline
-    (a PNG, JPEG or GIF) or relative; ``class``, ``id``, ``alt``, ``title`` and table alignment."""
-    if name in ("class", "id", "alt", "title", "align"):
+    (a PNG, JPEG or GIF) or relative; ``alt``, ``title``, table alignment, and ``SAFE_CLASSES``."""
+    if name in ("alt", "title", "align"):
         return True
+    if name == "class":
+        return bool(value.split()) and set(value.split()) <= SAFE_CLASSES
     if tag == "a" and name == "href":
         return value.startswith(("https://", "http://", "mailto:", "#")) or _relative(value)
     if tag == "img" and name == "src":
@@ -60,7 +81,14 @@ def _relative(url: str) -> bool:
 def clean_rendered_html(html: str) -> str:
     """``html`` (markdown rendered by nbconvert) with only the tags and attributes of ``RENDERED_TAGS`` and
     ``_safe_attribute``; everything else escaped (a ``<script>`` shows as text, it never runs)."""
-    return bleach.clean(html, tags=RENDERED_TAGS, attributes=_safe_attribute, strip_comments=True)
+    # data: is a protocol bleach itself refuses: allowed here where _safe_attribute allows it (an image's src)
+    return bleach.clean(
+        html,
+        tags=RENDERED_TAGS,
+        attributes=_safe_attribute,
+        protocols={"http", "https", "mailto", "data"},
+        strip_comments=True,
+    )
 
 
 class CleanMarkdownExporter(HTMLExporter):
@@ -100,6 +128,56 @@ def _is_base64(data) -> bool:
 
 
 IMAGES = ("image/png", "image/jpeg")
+ATTACHED = ("image/png", "image/jpeg", "image/gif")  # the attachments a page shows (an <img> of a data: URL)
+MAX_ATTACHMENT = 4 * 2**20  # base64 characters of one attachment shown (3 MiB of image)
+MAX_ATTACHMENTS = 8  # attachments shown per cell
+ATTACHMENT_REFERENCE = re.compile(r"attachment:([^\s)\]\"'<>]+)")
+
+
+def _attachments(cell) -> dict:
+    """The cell's attachments a page may show (see the module's docstring), and its markdown with every other
+    ``attachment:`` it names pointing nowhere and a note for each after it."""
+    given = cell.get("attachments")
+    given = given if isinstance(given, dict) else {}
+    kept, left_out = {}, {}
+    for name, bundle in list(given.items())[:1000]:
+        if not isinstance(name, str):
+            continue
+        shown = (
+            {m: v for m, v in bundle.items() if m in ATTACHED and _is_base64(v)}
+            if isinstance(bundle, dict)
+            else {}
+        )
+        mimetype = next(iter(shown), None)
+        if mimetype is None:
+            left_out[name] = _("not a PNG, JPEG or GIF image")
+        elif len(shown[mimetype]) > MAX_ATTACHMENT:
+            left_out[name] = _("larger than {most} MiB").format(most=MAX_ATTACHMENT * 3 // 4 // 2**20)
+        elif len(kept) >= MAX_ATTACHMENTS:
+            left_out[name] = _("more than {most} images in one cell").format(most=MAX_ATTACHMENTS)
+        else:
+            kept[name] = {mimetype: shown[mimetype]}
+    if cell.get("cell_type") == "markdown" and isinstance(cell.get("source"), str):
+        named = dict.fromkeys(m.group(1) for m in ATTACHMENT_REFERENCE.finditer(cell.source))
+        for name in named:
+            if name not in kept:
+                left_out.setdefault(name, _("not in the notebook"))
+        cell.source = ATTACHMENT_REFERENCE.sub(
+            lambda m: m.group(0) if m.group(1) in kept else "#attachment-not-shown", cell.source
+        )
+        notes = [
+            _("(an attached image not shown here: {name}, {why})").format(name=name, why=left_out[name])
+            for name in named
+            if name not in kept
+        ]
+        if notes:
+            cell.source += "\n\n" + "\n\n".join(f"*{_markdown_text(note)}*" for note in notes)
+    return kept
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` as markdown that renders as that text (a student's attachment name may hold markup)."""
+    return re.sub(r"([\\`*_{}\[\]()#+!<>|~-])", r"\\\1", text)
 
 
 def _image_sizes(metadata) -> dict:
@@ -131,10 +209,18 @@ class StudentCellsSanitized(SanitizeHTML):
     def preprocess_cell(self, cell, resources, index):
         meta = _nbgrader_metadata(cell.get("metadata", {}).get("nbgrader"))
         cell.metadata = {"nbgrader": meta} if meta else {}
+        kept = _attachments(cell)
         cell.pop("attachments", None)
+        if kept:
+            cell["attachments"] = kept
         if cell.cell_type == "markdown":  # cleaned once rendered (CleanMarkdownExporter)
             return cell, resources
         return super().preprocess_cell(cell, resources, index)
+
+    def sanitize_html_tags(self, html_str):
+        """An HTML or markdown output, cleaned as rendered markdown is (``clean_rendered_html``: no id or class of
+        the page's, no script)."""
+        return clean_rendered_html(html_str)
 
     def sanitize_code_outputs(self, outputs):
         """Each output's data: text kept, HTML and markdown bleached, PNG and JPEG kept when they are base64,

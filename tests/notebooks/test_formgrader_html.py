@@ -12,7 +12,7 @@ import jinja2
 import nbformat
 import pytest
 from nbgrader.server_extensions.formgrader import handlers as nbgrader_handlers
-from xss_payloads import hostile_notebook
+from xss_payloads import hostile_notebook, planted_ids
 
 from autograder.pages import lab as instructor_lab
 from autograder.pages import lab_server
@@ -291,3 +291,108 @@ def test_a_grader_reads_the_key_in_the_students_edition_and_the_english_one_a_cl
     assert (
         "posref-model-answer" in html and "<details" not in html
     )  # an English answer: the English key alone
+
+
+# ---------------------------------------------------------------- a written answer's ids (issue 37.2)
+GRADED = ["q_find_the_bug", "q_two_layers", "test_attention", "test_equivariance_error"]
+
+
+def _planting(place: str) -> nbformat.NotebookNode:
+    """01's solution with the ids of every graded cell planted in its first written answer, or in an HTML output."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if place == "a written answer" and grade_id == "q_two_layers":
+            cell.source = planted_ids(GRADED)
+        if place == "an HTML output" and grade_id == "attention":
+            html = planted_ids(GRADED).replace("\n## ", "\n<h2>")  # HTML has no markdown heading
+            cell.outputs = [
+                nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": "x"})
+            ]
+    return nb
+
+
+@pytest.mark.parametrize("page", ["the formgrader", "the feedback"])
+@pytest.mark.parametrize("place", ["a written answer", "an HTML output"])
+def test_nothing_a_student_wrote_carries_an_id_name_or_class_of_the_page(monkeypatch, tmp_path, page, place):
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    nb = _planting(place)
+    tags, html = _rendered(nb, monkeypatch) if page == "the formgrader" else _feedback(nb)
+    plain, _ = (
+        _rendered(nbformat.read(SOLUTION, as_version=4), monkeypatch)
+        if page == "the formgrader"
+        else (_feedback(nbformat.read(SOLUTION, as_version=4)))
+    )
+
+    def bindings(page: list) -> list:
+        """What the page's script binds and finds controls by: ids, names, label targets, aria references, data-,
+        and the classes of its controls."""
+        found = []
+        for _, attrs in page:
+            for name, value in attrs.items():
+                if name in ("id", "name", "for", "form") or name.startswith(("aria-", "data-")):
+                    found.append((name, value))
+                elif name == "class":
+                    found += [("class", c) for c in value.split() if c in PAGE_CLASSES]
+        return sorted(found)
+
+    assert bindings(tags) == bindings(plain), (
+        "the student's content carries ids, names or classes of the page"
+    )
+    assert "An answer of my own" in html, "the planted elements are not on the page at all"
+
+
+# the classes the manual-grading page's script finds a grade's controls and cells by (nbgrader's formgrade.js)
+PAGE_CLASSES = {"nbgrader_cell", "score", "tabbable", "extra-credit", "comment", "full-credit", "no-credit",
+                "mark-graded", "score-saved", "comment-saved", "panel"}  # fmt: skip
+
+
+# ---------------------------------------------------------------- pasted images (issue 37.3)
+# JupyterLab keeps an image pasted into a markdown cell as the cell's attachment; the page raised on one it did not
+# show (an HTTP 500 for the formgrader, no feedback page at all): now each is shown or noted, never an error
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAEA//8DAAAGAAVXv6vUAAAAAElFTkSuQmCC"
+SVG = "PHN2ZyBvbmxvYWQ9ImZldGNoKCcvcHduZWQvYXR0YWNoJykiPjwvc3ZnPg=="  # <svg onload="fetch('/pwned/attach')"></svg>
+ATTACHMENTS = {
+    "a pasted screenshot": ({"image.png": {"image/png": PNG}}, "![image.png](attachment:image.png)", "shown"),
+    "a JPEG and a GIF": ({"a.jpg": {"image/jpeg": PNG}, "b.gif": {"image/gif": PNG}},
+                         "![a](attachment:a.jpg) ![b](attachment:b.gif)", "shown"),
+    "an image by reference": ({"image.png": {"image/png": PNG}}, "![x][i]\n\n[i]: attachment:image.png", "shown"),
+    "an SVG with a script": ({"x.svg": {"image/svg+xml": SVG}}, "![x](attachment:x.svg)", "not a PNG, JPEG or GIF"),
+    "one the cell does not hold": ({}, "![y](attachment:gone.png)", "gone.png, not in the notebook"),
+    "too large": ({"big.png": {"image/png": "A" * (5 * 2**20)}}, "![b](attachment:big.png)", "larger than 3 MiB"),
+    "not base64": ({"bad.png": {"image/png": "%%%"}}, "![b](attachment:bad.png)", "not a PNG, JPEG or GIF"),
+    "nine in one cell": ({f"{i}.png": {"image/png": PNG} for i in range(9)},
+                         " ".join(f"![{i}](attachment:{i}.png)" for i in range(9)), "more than 8 images"),
+    "a name with markup": ({'x"><img src=x onerror=fetch(1)>.svg': {"image/svg+xml": SVG}},
+                           '![x](attachment:x"><img src=x onerror=fetch(1)>.svg)', "not shown here"),
+    "not a mapping": ({"image.png": "oops"}, "![i](attachment:image.png)", "not a PNG, JPEG or GIF"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("page", ["the formgrader", "the feedback"])
+@pytest.mark.parametrize(
+    ("attachments", "markdown", "expected"), ATTACHMENTS.values(), ids=ATTACHMENTS.keys()
+)
+def test_a_pasted_image_is_shown_or_noted_never_an_error(
+    monkeypatch, tmp_path, page, attachments, markdown, expected
+):
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    nb = nbformat.read(SOLUTION, as_version=4)
+    [answer] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers"]
+    answer.source, answer["attachments"] = f"my answer, with a picture: {markdown}", attachments
+    tags, html = _rendered(nb, monkeypatch) if page == "the formgrader" else _feedback(nb)
+    assert "my answer, with a picture" in html
+    images = [attrs.get("src", "") for tag, attrs in tags if tag == "img"]
+    if expected == "shown":
+        assert images and all(src.startswith(("data:image/png;base64,", "data:image/jpeg;", "data:image/gif;"))
+                              for src in images if "attachment" not in src), images  # fmt: skip
+        assert "not shown here" not in html
+    else:
+        assert expected in html and "(an attached image not shown here:" in html, html[
+            html.find("my answer") :
+        ][:600]
+    assert (
+        "onerror" not in str(tags)
+        and "svg" not in {tag for tag, _ in tags}
+        and "/pwned/attach" not in str(images)
+    )

@@ -2,11 +2,12 @@
 
 One course for the module: 01_order released, ``mallory`` hands in a correct notebook whose written answer, outputs,
 metadata and files carry the payloads of ``xss_payloads`` (OWASP's filter-evasion shapes), ``trudy`` hands in one
-whose nbgrader metadata nbgrader refuses (markup in it), both graded in one run, then ``bob``, a correct classmate,
-is graded after them in a run of his own. One ``python -m autograder lab`` serves every test. Each page is opened
-with every request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no changed
-title, no dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual grade
-saved, the model answer beside the student's, the Autograde button grading, a submission's score of record),
+whose nbgrader metadata nbgrader refuses (markup in it), and ``eve``, whose first written answer plants the ids and
+classes the manual-grading page binds other cells' controls by, all graded in one run, then ``bob``, a correct
+classmate, is graded after them in a run of his own. One ``python -m autograder lab`` serves every test. Each page
+is opened with every request recorded: no payload may run (no request to a ``pwned`` path or to ``evil.invalid``, no
+changed title, no dialog), and the instructor's tools must still work on the same pages (formulas typeset, a manual
+grade saved, the model answer beside the student's, the Autograde button grading, a submission's score of record),
 interactive kernels do not grade, and nothing is written into the checkout (last, after every other use of the
 server).
 """
@@ -29,7 +30,7 @@ import notebook_helpers as nh
 import pytest
 from nbgrader.api import Gradebook
 from test_browser import HANG_S, LabServer, _chromium
-from xss_payloads import SIGNAL, hostile_files, hostile_notebook
+from xss_payloads import SIGNAL, hostile_files, hostile_notebook, planted_ids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -131,7 +132,12 @@ def _built(course: Course, released: Path) -> Course:
     hostile, course.payloads = hostile_notebook(SOLUTION, "q_two_layers", "attention")
     course.hand_in("mallory", _own_answers(hostile, "mallory"), files=True)
     course.hand_in("trudy", _refused_metadata(_own_answers(nbformat.read(SOLUTION, as_version=4), "trudy")))
-    course.autograde()  # both in one run (a run costs seconds of start-up)
+    eve = _own_answers(nbformat.read(SOLUTION, as_version=4), "eve")
+    for cell in eve.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
+            cell.source = planted_ids(["q_find_the_bug", "test_attention"])
+    course.hand_in("eve", eve)
+    course.autograde()  # the three in one run (a run costs seconds of start-up)
     bob = nbformat.read(SOLUTION, as_version=4)
     for cell in bob.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
@@ -491,6 +497,80 @@ def test_manual_grading_shows_the_model_answer_and_the_autograde_button_keeps_ev
         rows["bob"]["max_score"]
     ), rows
     assert rows["mallory"]["status"] == "graded", rows
+
+
+def _saved(course: Course, student: str) -> dict:
+    """What the gradebook holds of ``student``'s manual grading: each grade's (manual score, extra credit), each
+    comment, and the submission's flag."""
+    with Gradebook(f"sqlite:///{course.dir / 'gradebook.db'}") as gb:
+        submission = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+        grades = {g.name: (g.manual_score, g.extra_credit) for g in submission.grades}
+        comments = {c.name: c.manual_comment for c in submission.comments}
+        return {"grades": grades, "comments": comments, "flagged": submission.flagged}
+
+
+def _until(condition, what: str) -> None:
+    deadline = time.monotonic() + 120  # a hang guard: each save is a request of a loaded machine's server
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not reach the gradebook"
+        time.sleep(0.2)  # polling the gradebook, not waiting a fixed time
+
+
+def test_every_control_of_manual_grading_saves_to_its_own_cell_whatever_ids_an_answer_plants(
+    course, server, watched
+):
+    """eve's first written answer (q_two_layers) plants the score input's, extra credit's and comment's ids of the
+    next written answer (q_find_the_bug) and of a test cell (test_attention), their classes and the status line's id:
+    the formgrader bound those controls to her cell, so a score typed for one answer was saved for both and the other
+    one's was lost. Each control, used where it is, saves to its own cell, and nothing to hers."""
+    eve = course.submission_id(server, "eve")
+    before = _saved(course, "eve")
+    watched.visit(f"/formgrader/submissions/{eve}/", "input.score#q_find_the_bug")
+    page = watched.page
+    planted = page.evaluate(
+        """() => {
+            const CONTROLS = ['nbgrader_cell', 'panel', 'score', 'tabbable', 'extra-credit', 'comment', 'full-credit',
+                              'no-credit', 'mark-graded', 'score-saved', 'comment-saved'];
+            const cell = [...document.querySelectorAll('.nbgrader_cell')].find(
+                c => c.innerText.includes('An answer of my own'));
+            return [...cell.querySelectorAll('.rendered_html *')].filter(e => e.id || e.getAttribute('name')
+                || e.getAttribute('for') || [...e.classList].some(c => CONTROLS.includes(c))
+                || [...e.attributes].some(a => /^(aria-|data-)/.test(a.name))
+            ).map(e => e.outerHTML.slice(0, 80));
+        }"""
+    )
+    assert planted == [], (
+        f"her answer's elements keep ids, names, the page's classes or references: {planted}"
+    )
+
+    def typed(selector: str, value: str) -> None:
+        page.fill(selector, value)
+        page.keyboard.press("Tab")
+
+    grades = lambda: _saved(course, "eve")["grades"]  # noqa: E731
+    typed("input.score#q_find_the_bug", "1.5")
+    _until(lambda: grades()["q_find_the_bug"][0] == 1.5, "the written answer's score")
+    typed("input.extra-credit#q_find_the_bug_extra_credit", "0.5")
+    _until(lambda: grades()["q_find_the_bug"][1] == 0.5, "its extra credit")
+    typed("textarea#q_find_the_bug-comment", "clear, and right")
+    _until(lambda: _saved(course, "eve")["comments"]["q_find_the_bug"] == "clear, and right", "its comment")
+    typed("input.score#test_attention", "2")
+    _until(lambda: grades()["test_attention"][0] == 2, "the test cell's manual override")
+    page.locator(".nbgrader_cell", has=page.locator("input.score#q_find_the_bug")).locator(
+        ".no-credit"
+    ).click()
+    _until(lambda: grades()["q_find_the_bug"][0] == 0, "No credit")
+    page.locator("textarea#q_find_the_bug-comment").focus()
+    page.keyboard.press("Control+Shift+F")
+    _until(lambda: _saved(course, "eve")["flagged"], "the flag")
+    assert page.locator("#statusmessage").inner_text() == "Submission flagged"
+    after = _saved(course, "eve")
+    assert after["grades"]["q_two_layers"] == before["grades"]["q_two_layers"], "her own cell's grade changed"
+    assert after["comments"]["q_two_layers"] == before["comments"]["q_two_layers"], (
+        "her own cell's comment changed"
+    )
+    assert after["grades"]["test_equivariance_error"] == before["grades"]["test_equivariance_error"]
+    watched.assert_nothing_ran("manual grading of eve's submission")
 
 
 def test_feedback_keeps_the_key_from_students_and_renders_formulas_offline(course, browser):

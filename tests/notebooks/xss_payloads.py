@@ -142,3 +142,23 @@ def hostile_files(folder: Path, n: int) -> None:
     (folder / "evil.svg").write_text(
         f'<svg xmlns="http://www.w3.org/2000/svg" onload="{signal}"><script>{signal}</script></svg>'
     )
+
+
+def planted_ids(targets: list[str]) -> str:
+    """A written answer that plants, for each grade id of ``targets``, every id, name and reference the manual-grading
+    page binds a grade's controls by (its score input ``<id>``, extra credit ``<id>_extra_credit``, comment
+    ``<id>-comment``), the classes its script finds them by, and the page's status line: no script needed."""
+    lines = ["An answer of my own, with a few elements of the page's:"]
+    for grade_id in targets:
+        lines += [
+            f'<span id="{grade_id}">a</span><span id="{grade_id}_extra_credit">b</span>',
+            f'<span id="{grade_id}-comment">c</span><a name="{grade_id}">d</a><label for="{grade_id}">e</label>',
+            f'<span aria-controls="{grade_id}" aria-labelledby="{grade_id}" data-toggle="tooltip">f</span>',
+            f"\n## {grade_id}\n",  # a heading's anchor is its text
+        ]
+    lines += [
+        '<div class="nbgrader_cell panel"><span class="score tabbable">g</span><span class="extra-credit">h</span>',
+        '<span class="comment">i</span><span class="full-credit no-credit mark-graded">j</span></div>',
+        '<span id="statusmessage" class="score-saved comment-saved">k</span>',
+    ]
+    return "\n".join(lines)
