@@ -134,8 +134,15 @@ def _built(course: Course, released: Path) -> Course:
     course.hand_in("trudy", _refused_metadata(_own_answers(nbformat.read(SOLUTION, as_version=4), "trudy")))
     eve = _own_answers(nbformat.read(SOLUTION, as_version=4), "eve")
     for cell in eve.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "q_two_layers":
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id == "q_two_layers":
             cell.source = planted_ids(["q_find_the_bug", "test_attention"])
+        elif grade_id == "attention":  # kept correct; its outputs plant the ids of the cells after it
+            planted = planted_ids(["test_attention", "test_equivariance_error", "q_find_the_bug"])
+            cell.outputs = [nbformat.v4.new_output(
+                "display_data", data={"text/html": planted, "text/markdown": planted, "text/plain": "x"}
+            )]  # fmt: skip
+            cell.execution_count = 1
     course.hand_in("eve", eve)
     course.autograde()  # the three in one run (a run costs seconds of start-up)
     bob = nbformat.read(SOLUTION, as_version=4)
@@ -522,7 +529,9 @@ def test_every_control_of_manual_grading_saves_to_its_own_cell_whatever_ids_an_a
     """eve's first written answer (q_two_layers) plants the score input's, extra credit's and comment's ids of the
     next written answer (q_find_the_bug) and of a test cell (test_attention), their classes and the status line's id:
     the formgrader bound those controls to her cell, so a score typed for one answer was saved for both and the other
-    one's was lost. Each control, used where it is, saves to its own cell, and nothing to hers."""
+    one's was lost. Each control, used where it is, saves to its own cell, and nothing to hers. Her ``attention``
+    cell's outputs plant the same (nbgrader's autograde clears a submission's outputs: a guard for the day it
+    does not)."""
     eve = course.submission_id(server, "eve")
     before = _saved(course, "eve")
     watched.visit(f"/formgrader/submissions/{eve}/", "input.score#q_find_the_bug")
@@ -542,6 +551,20 @@ def test_every_control_of_manual_grading_saves_to_its_own_cell_whatever_ids_an_a
     assert planted == [], (
         f"her answer's elements keep ids, names, the page's classes or references: {planted}"
     )
+    # each control's id, anywhere in the page (her answer, her outputs, whatever else reached it), names exactly
+    # one element, the control itself, and nothing of the page refers to it by name, label or aria reference
+    tags = {"": "input", "_extra_credit": "input", "-comment": "textarea"}  # score, extra credit, comment
+    tests = ("", "_extra_credit")  # a test cell has no comment
+    controls = {"q_find_the_bug": tuple(tags), "test_attention": tests, "test_equivariance_error": tests}
+    bound = page.evaluate(
+        """(ids) => Object.fromEntries(ids.map(id => [id, [...document.querySelectorAll(
+            `[id="${id}"], [name="${id}"], [for="${id}"], [aria-controls="${id}"], [aria-labelledby="${id}"]`
+        )].map(e => `${e.tagName.toLowerCase()}#${e.id}${e.closest('.rendered_html, .output_area') ? ' hers' : ''}`)
+        ]))""",
+        [f"{g}{x}" for g in controls for x in tags] + ["statusmessage"],
+    )  # fmt: skip
+    expected = {f"{g}{x}": [f"{tags[x]}#{g}{x}"] if x in controls[g] else [] for g in controls for x in tags}
+    assert bound == {**expected, "statusmessage": ["div#statusmessage"]}, bound
 
     def typed(selector: str, value: str) -> None:
         page.fill(selector, value)
@@ -563,7 +586,10 @@ def test_every_control_of_manual_grading_saves_to_its_own_cell_whatever_ids_an_a
     page.locator("textarea#q_find_the_bug-comment").focus()
     page.keyboard.press("Control+Shift+F")
     _until(lambda: _saved(course, "eve")["flagged"], "the flag")
-    assert page.locator("#statusmessage").inner_text() == "Submission flagged"
+    # the page says so once the server's answer arrives (after the gradebook has it); then the line fades out
+    page.wait_for_function(
+        "() => document.querySelector('#statusmessage').textContent === 'Submission flagged'"
+    )
     after = _saved(course, "eve")
     assert after["grades"]["q_two_layers"] == before["grades"]["q_two_layers"], "her own cell's grade changed"
     assert after["comments"]["q_two_layers"] == before["comments"]["q_two_layers"], (
