@@ -9,15 +9,17 @@ It has no network, a PID namespace of the sandbox's own (nothing it forks outliv
 seconds, address space, processes and file size. Children are forks of one such sandboxed process per worker
 that imported torch once (``fork_server``, see ``posref/grading/child/forkserver.py``). A child's memory as a whole
 (memfd and tmpfs included) is bounded by a memory cgroup per child where the grader can make one
-(``cgroup.py``); everywhere, a seccomp filter (``seccomp.py``) refuses memfd and System V shared memory, the
-memory that no per-process limit counts, and what would outlive the child in the kernel: System V message queues
-and semaphores, POSIX message queues (all of them kept by the IPC namespace, which every fork of one server
-shares) and keys (a uid's keyring is the uid's, on the host too). A child starts with a session keyring of its
-own, empty (not the grader's). The sandbox's root and ``/dev`` are read-only; ``/proc/1/cmdline`` and
-``/proc/self/mountinfo`` name the host's folders of what is bound read-only, which gives a child nothing it does not
-have. The grader's own long-lived children (the fork server, the speed checks' reference) are started afresh
-before their CPU limit, per process and never reset, can end them (``RENEW_AFTER``). When the grader runs as
-root it drops to a per-worker unprivileged uid first (as root the process limit is not enforced).
+(``cgroup.py``); everywhere, a seccomp filter (``seccomp.py``) refuses memfd and System V shared memory, the memory
+that no per-process limit counts, and what would outlive the child in the kernel: System V message queues and
+semaphores, POSIX message queues (all of them kept by the IPC namespace, which every fork of one server shares) and
+keys (a uid's keyring is the uid's, on the host too). A child makes no user namespace (in one it is root again): as
+root, or without bubblewrap, the filter refuses it; as an ordinary user, bubblewrap's ``--disable-userns`` does. A
+child starts with a session keyring of its own, empty (not the grader's). The sandbox's root and ``/dev`` are
+read-only; ``/proc/1/cmdline`` and ``/proc/self/mountinfo`` name the host's folders of what is bound read-only,
+which gives a child nothing it does not have. The grader's own long-lived children (the fork server, the speed
+checks' reference) are started afresh before their CPU limit, per process and never reset, can end them
+(``RENEW_AFTER``). When the grader runs as root it drops to a per-worker unprivileged uid first (as root the process
+limit is not enforced).
 
 Without bubblewrap (``bwrap`` not installed, or user namespaces disabled) no student code runs: a child would run
 with the grader's own privileges (as root, or as the instructor), where it can find the course folder through its
@@ -381,7 +383,8 @@ class Sandbox:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         seccomp.new_session_keyring()
         if self.seccomp_problem is None:
-            seccomp.install()
+            # no user namespace for the child, where bubblewrap is not to make one (``seccomp.py``)
+            seccomp.install(userns=self.uid is not None or self.problem is not None)
 
 
 def submission_files(folder: Path | None, limit: int) -> tuple[list[tuple[str, str, Any]], str]:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from course_helpers import needs_bwrap, plain_child
@@ -294,3 +300,132 @@ def test_without_bubblewrap_a_trusted_class_is_graded_and_its_records_say_so(
         os.geteuid() == 0 and ", as uid " in record.sandbox
     ):  # dropped to an unprivileged uid: root's files closed
         assert classmate.read_text() == "bob's work"
+
+
+# A child that makes a user namespace of its own is root in it, with the kernel's code for a namespace's root open to
+# it (the way sandbox escapes have gone): every way of making one, and what must keep working (threads, processes)
+USER_NAMESPACES = """
+import ctypes, os, struct, subprocess, threading
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+CLONE, CLONE3 = {"x86_64": (56, 435), "aarch64": (220, 435)}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+def _made(pid):
+    if pid == 0:  # a raw clone's child, in its new namespace: it leaves at once
+        os._exit(0)
+    return pid > 0 and os.waitpid(pid, 0)[1] == 0
+def _clone():
+    return _made(libc.syscall(ctypes.c_long(CLONE), ctypes.c_long(CLONE_NEWUSER | SIGCHLD), *[ctypes.c_long(0)] * 4))
+def _clone3():
+    args = struct.pack("=11Q", CLONE_NEWUSER, 0, 0, 0, SIGCHLD, 0, 0, 0, 0, 0, 0)  # struct clone_args
+    return _made(libc.syscall(ctypes.c_long(CLONE3), ctypes.c_char_p(args), ctypes.c_long(len(args))))
+def made():
+    # unshare(2) itself refuses a process of several threads (this one: torch's) whatever the sandbox: the
+    # unshare tool, one thread, calls it
+    out = {"clone(2)": _clone(), "clone3(2)": _clone3()}
+    for command in (["unshare", "-U", "true"], ["unshare", "-r", "true"], ["unshare", "-U", "--fork", "true"]):
+        out[" ".join(command)] = subprocess.run(command, capture_output=True).returncode == 0
+    result = []
+    thread = threading.Thread(target=lambda: result.append(_clone()))
+    thread.start()
+    thread.join()
+    out["clone(2) from a thread it starts"] = result == [True]
+    return [len(out), [way for way, ok in out.items() if ok]]
+def still_works():
+    ran = []
+    thread = threading.Thread(target=lambda: ran.append("a thread"))
+    thread.start()
+    thread.join()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    spawned = os.posix_spawnp("true", ["true"], os.environ)  # glibc's posix_spawn tries clone3 first
+    return ran + [subprocess.run(["true"]).returncode, os.waitpid(pid, 0)[1], os.waitpid(spawned, 0)[1]]
+"""
+
+
+# as root, the child of the test below as an ordinary user's (a uid of no one's): bubblewrap makes its user namespace
+AS_AN_ORDINARY_USER = """
+import json, sys, tempfile
+from pathlib import Path
+from autograder.sandbox.sandbox import Sandbox
+from posref.grading.child.remote import Child
+sandbox = Sandbox()
+command, cwd, path = sandbox.python_command(sandbox.scratch(Path(tempfile.mkdtemp())))
+child = Child(command, [(0, sys.argv[1])], env=sandbox.env(), cwd=cwd, python_path=path,
+              preexec_fn=sandbox.set_limits, call_timeout=120)
+try:
+    print(json.dumps([sandbox.mode.split(";")[0], *child.call("made", (), {}), child.call("still_works", (), {})]))
+finally:
+    child.close()
+"""
+
+
+def _as_an_ordinary_user() -> list:
+    """[the sandbox's mode, ways tried, ways that made a user namespace, what still works] of that child."""
+    from conftest import python_shown_to
+
+    prefix = python_shown_to(ORDINARY_UID, also=(REPO,))
+    if prefix is None:
+        pytest.skip("this Python cannot be shown to another user here")
+    home = Path(tempfile.mkdtemp())  # pytest's own folder is root's alone
+    try:
+        home.chmod(0o1777)
+        drop = ["setpriv", f"--reuid={ORDINARY_UID}", f"--regid={ORDINARY_UID}", "--clear-groups", "--"]
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(REPO)}
+        done = subprocess.run([*prefix, *drop, sys.executable, "-c", AS_AN_ORDINARY_USER, USER_NAMESPACES],
+                              capture_output=True, text=True, env=env, cwd=home, timeout=600)  # fmt: skip
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+ORDINARY_UID = 60900
+MODES = ["bubblewrap", "bubblewrap, forked", "no bubblewrap, a trusted class", "bubblewrap, an ordinary user"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_child_makes_a_user_namespace_in_any_mode(tmp_path, monkeypatch, mode):
+    """As root, bubblewrap makes no user namespace (the child drops to an unprivileged uid instead), and nothing
+    forbade the child one: each way made one (and as root without bubblewrap, in a trusted class, too). Now each way
+    is refused, in a child started afresh, forked from the worker's fork server, without bubblewrap, or as an
+    ordinary user (bubblewrap's user namespace, ``--disable-userns``); threads and processes still start (glibc
+    makes them with clone where clone3 is refused)."""
+    from autograder.sandbox.sandbox import _bwrap_disables_userns
+
+    if mode.endswith("an ordinary user"):
+        if os.geteuid() != 0:
+            pytest.skip("not root: the mode 'bubblewrap' is an ordinary user's here")
+        if Sandbox().problem is not None:
+            pytest.skip(f"no sandbox: {Sandbox().problem}")
+        sandbox_mode, tried, made, works = _as_an_ordinary_user()
+        assert sandbox_mode == "bubblewrap"
+        if not _bwrap_disables_userns():
+            pytest.skip("an ordinary user's bubblewrap older than 0.8.0 cannot forbid a user namespace")
+        assert tried == 6 and made == [], f"made a user namespace: {made}"
+        assert works == ["a thread", 0, 0, 0], works
+        return
+    if mode.startswith("no bubblewrap"):
+        _no_bubblewrap(tmp_path, monkeypatch, "not installed")
+        sandbox = Sandbox(trusted=True)
+    else:
+        sandbox = Sandbox()
+        if sandbox.problem is not None:
+            pytest.skip(f"no sandbox: {sandbox.problem}")
+        if sandbox.uid is None and not _bwrap_disables_userns():
+            pytest.skip("an ordinary user's bubblewrap older than 0.8.0 cannot forbid a user namespace")
+    if sandbox.seccomp_problem is not None and (sandbox.uid is not None or sandbox.problem is not None):
+        pytest.skip(sandbox.seccomp_problem)
+    command, cwd, path = sandbox.python_command(sandbox.scratch(tmp_path / "scratch"))
+    server = sandbox.fork_server() if mode == "bubblewrap, forked" else None
+    assert (server is not None) == (mode == "bubblewrap, forked")
+    child = Child(command, [(0, USER_NAMESPACES)], env=sandbox.env(), cwd=cwd, python_path=path,
+                  preexec_fn=sandbox.set_limits, call_timeout=120,
+                  launch=server.fork if server is not None else None)  # fmt: skip
+    try:
+        tried, made = child.call("made", (), {})
+        works = child.call("still_works", (), {})
+    finally:
+        child.close()
+    assert tried == 6 and made == [], f"made a user namespace: {made}"
+    assert works == ["a thread", 0, 0, 0], works

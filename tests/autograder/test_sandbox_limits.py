@@ -86,40 +86,68 @@ def test_memfd_and_system_v_shared_memory_are_refused_and_the_child_goes_on(tmp_
         child.close()
 
 
-def _verdict(code: bytes, arch: int, nr: int) -> int:
-    """What the classic BPF program ``code`` returns for system call ``nr`` of architecture ``arch``: a small
-    interpreter of the four instructions it uses (load a word of seccomp_data, jump if equal, jump if greater or
-    equal, return), independent of how ``seccomp.program`` builds them."""
-    data, pc, acc = {0: nr, 4: arch}, 0, 0
+def _verdict(code: bytes, arch: int, nr: int, flags: int = 0) -> int:
+    """What the classic BPF program ``code`` returns for system call ``nr`` of architecture ``arch`` with first
+    argument ``flags``: a small interpreter of the five instructions it uses (load a word of seccomp_data, jump if
+    equal, if greater or equal, if any bit is set, return), independent of how ``seccomp.program`` builds them."""
+    data, pc, acc = {0: nr, 4: arch, 16: flags & 0xFFFFFFFF, 20: flags >> 32}, 0, 0
     while True:
         op, jt, jf, k = struct.unpack_from("=HBBI", code, 8 * pc)
         if op == 0x20:
             acc = data[k]
-        elif op in (0x15, 0x35):
-            taken = acc == k if op == 0x15 else acc >= k
+        elif op in (0x15, 0x35, 0x45):
+            taken = acc == k if op == 0x15 else acc >= k if op == 0x35 else bool(acc & k)
             pc += jt if taken else jf
         elif op == 0x06:
             return k
         pc += 1
 
 
-# the kernel's numbers (asm/unistd_64.h; asm-generic/unistd.h for aarch64) of the calls the filter refuses
+# the kernel's numbers (asm/unistd_64.h; asm-generic/unistd.h for aarch64) of the calls the filter refuses; then
+# of those it refuses when it refuses user namespaces: setns, clone3 (ENOSYS), clone and unshare (CLONE_NEWUSER)
 REFUSED = {
     "x86_64": (0xC000003E, {29, 64, 68, 240, 248, 249, 250, 319, 447}),
     "aarch64": (0xC00000B7, {194, 190, 186, 180, 217, 218, 219, 279, 447}),
 }
+USERNS = {"x86_64": (308, 435, 56, 272), "aarch64": (268, 435, 220, 97)}
+EPERM, ENOSYS, ALLOW, KILL = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS, 0x7FFF0000, 0x80000000
 
 
 @pytest.mark.parametrize("machine", sorted(REFUSED))
 def test_the_seccomp_program_refuses_exactly_its_calls_and_kills_other_abis(machine):
     arch, numbers = REFUSED[machine]
     code = seccomp.program(machine)
-    eperm, allow, kill = 0x00050000 | errno.EPERM, 0x7FFF0000, 0x80000000
-    assert {nr for nr in range(512) if _verdict(code, arch, nr) == eperm} == numbers
-    assert {_verdict(code, arch, nr) for nr in range(512)} == {eperm, allow}
-    assert _verdict(code, arch, 0x40000000 | 248) == kill  # x32's add_key
-    assert _verdict(code, 0x40000003, 286) == kill  # i386's add_key
+    assert {nr for nr in range(512) if _verdict(code, arch, nr) == EPERM} == numbers
+    assert {_verdict(code, arch, nr) for nr in range(512)} == {EPERM, ALLOW}
+    assert _verdict(code, arch, 0x40000000 | 248) == KILL  # x32's add_key
+    assert _verdict(code, 0x40000003, 286) == KILL  # i386's add_key
     assert seccomp.program("sparc") is None
+
+
+NEWUSER, OTHER_FLAGS = (
+    0x10000000,
+    (0, 17, 0x01000000 | 0x00200000 | 0x00100000 | 17, 0x7FFFFFFF & ~0x10000000),
+)
+
+
+@pytest.mark.parametrize("machine", sorted(REFUSED))
+def test_the_seccomp_program_refuses_user_namespaces_where_asked_and_nothing_else_more(machine):
+    """``userns``: setns refused, clone3 ENOSYS (glibc then clones), clone and unshare refused with CLONE_NEWUSER
+    among any other flags and allowed without it (fork's, a thread's, the namespaces bubblewrap makes as root)."""
+    arch, numbers = REFUSED[machine]
+    setns, clone3, *flagged = USERNS[machine]
+    code = seccomp.program(machine, userns=True)
+    for flags in (0, *OTHER_FLAGS, NEWUSER):
+        verdicts = {nr: _verdict(code, arch, nr, flags) for nr in range(512)}
+        refused_here = {nr for nr, v in verdicts.items() if v == EPERM}
+        with_flag = set(flagged) if flags & NEWUSER else set()
+        assert refused_here == numbers | {setns} | with_flag, (flags, refused_here)
+        assert {nr for nr, v in verdicts.items() if v == ENOSYS} == {clone3}
+        assert set(verdicts.values()) == {EPERM, ENOSYS, ALLOW}
+    for flags in (NEWUSER | 17, NEWUSER | 0x20000000 | 0x40000000, 0xFFFFFFFF, NEWUSER | 1 << 40):
+        assert all(_verdict(code, arch, nr, flags) == EPERM for nr in flagged), hex(flags)
+    assert _verdict(code, arch, 0x40000000 | flagged[0], NEWUSER) == KILL  # x32's, whatever the call
+    assert _verdict(code, 0x40000003, 120, NEWUSER) == KILL  # i386's clone
 
 
 @needs_bwrap
