@@ -216,3 +216,22 @@ def test_release_lang_releases_the_edition_and_enters_only_the_english_in_the_gr
         sources = [c.source for c in gb.find_notebook("01_order", "01_order").source_cells]
     # the written answers' cells as the English release has them (the graded code is the same in both)
     assert sources.count("YOUR ANSWER HERE") == 2 and not any(TEXT_STUB["zh-TW"] in s for s in sources)
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_a_graded_code_cell_says_no_sentence_of_its_own(name):
+    """A graded code cell (a test, a speed check) is the same in every edition, so a comment in it would reach a
+    Chinese edition in English: what a student should know about a check is said in the markdown before it, which
+    is translated. nbgrader's own markers (### BEGIN HIDDEN TESTS) are not sentences: the release removes them."""
+    import io
+    import tokenize
+
+    said = []
+    for cell in _cells(NOTEBOOKS[name]):
+        if cell["cell_type"] != "code" or is_translated_code(cell):
+            continue
+        source = "".join(cell["source"])
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and not token.string.startswith("###"):
+                said.append((cell["id"], token.string))
+    assert said == [], f"{name}: graded code cells with comments of their own: {said}"
