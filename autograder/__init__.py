@@ -8,5 +8,6 @@ folder whose ``__init__`` says what it owns and imports, the arrows going one wa
     intake, sandbox, editions, pages  ->  course
     release                           ->  course, editions, intake
     grading                           ->  course, intake, sandbox, editions
+    analysis                          ->  course, editions, grading
     demo                              ->  course, intake, release, grading, pages
 """

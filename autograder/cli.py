@@ -9,6 +9,10 @@
     python -m autograder export ASSIGNMENT [--csv FILE] [--missing-grade empty|0] [--canvas-column TITLE]
                                    (and the Canvas and Moodle grade files of the course's site users)
     python -m autograder extend STUDENT ASSIGNMENT --hours N   (an extension: the late penalty counted from its end)
+    python -m autograder stats ASSIGNMENT [--csv FILE] [--html FILE]     (per test cell: pass rate, discrimination,
+                                   failures by cause and edition; written answers' grades; who could not be graded)
+    python -m autograder similar ASSIGNMENT [--csv FILE] [--html FILE] [--threshold T] [--earlier FOLDER]
+                                   (how alike each pair of students' answer cells are)
     python -m autograder demo [--workers N]
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
     python -m autograder editions update        (the catalogs merged with solutions/: what translators must redo)
@@ -107,6 +111,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("student")
     p.add_argument("assignment")
     p.add_argument("--hours", type=float, required=True, help="hours after the assignment's due date")
+    p = sub.add_parser("stats", help="what the class did: per test cell, failures by cause and edition")
+    p.add_argument("assignment")
+    p.add_argument("--csv", type=Path, help="default: <course>/reports/ASSIGNMENT-stats.csv")
+    p.add_argument("--html", type=Path, help="default: <course>/reports/ASSIGNMENT-stats.html")
+    p = sub.add_parser("similar", help="how alike each pair of students' answer cells are")
+    p.add_argument("assignment")
+    p.add_argument("--csv", type=Path, help="default: <course>/reports/ASSIGNMENT-similar.csv")
+    p.add_argument("--html", type=Path, help="default: <course>/reports/ASSIGNMENT-similar.html")
+    p.add_argument(
+        "--threshold", type=float, default=0.8, help="pairs from this similarity (0-1) on the page (0.8)"
+    )
+    p.add_argument(
+        "--earlier",
+        type=Path,
+        action="append",
+        default=[],
+        help="an earlier term's submitted/ folder (<student>/<assignment>/...) as references; repeat for more",
+    )
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)
     p = sub.add_parser(
@@ -189,6 +211,14 @@ def main(argv: list[str] | None = None) -> None:
         from autograder.grading.penalty import extend
 
         print("\n".join(course.printable(line) for line in extend(args.student, args.assignment, args.hours)))
+    elif args.command == "stats":
+        from autograder.analysis.commands import stats_command
+
+        stats_command(args.assignment, args.csv, args.html)
+    elif args.command == "similar":
+        from autograder.analysis.commands import similar_command
+
+        similar_command(args.assignment, args.csv, args.html, threshold=args.threshold, earlier=args.earlier)
     elif args.command == "demo":
         from autograder.demo.run import demo
 

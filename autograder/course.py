@@ -138,6 +138,14 @@ def submission_dir(student: str, assignment: str) -> Path:
     return folder
 
 
+def report_path(assignment: str, kind: str, suffix: str) -> Path:
+    """``<course>/reports/<assignment>-<kind>.<suffix>``: what ``stats`` and ``similar`` write (``kind``), and where
+    the instructor's lab finds their pages; the folder made on first use."""
+    folder = course_dir() / "reports"
+    folder.mkdir(exist_ok=True)
+    return folder / f"{assignment}-{kind}.{suffix}"
+
+
 def source_dir() -> Path:
     """nbgrader's source directory: ``solutions/``, or ``$POSREF_SOURCE_DIR`` relative to the repository."""
     return REPO / os.environ.get("POSREF_SOURCE_DIR", "solutions")

@@ -115,6 +115,18 @@ def _(message: str) -> str:
     return translations(get_language()).get(message, message)
 
 
+def msgid(text: str) -> str:
+    """The English message (its key in the catalogs, the same in every edition) that ``_`` said as ``text`` in the
+    language spoken now; ``text`` itself where it is English or no translation says it (translations are one to
+    one: the catalogs' tests hold it)."""
+    return _keys(get_language()).get(text, text)
+
+
+@cache
+def _keys(lang: str) -> dict[str, str]:
+    return {said: key for key, said in translations(lang).items()}
+
+
 def N_(message: str) -> str:
     """Mark ``message`` for the catalogs without translating it now (a constant, translated where it is shown)."""
     return message

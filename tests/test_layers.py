@@ -164,9 +164,10 @@ AUTOGRADER_ARROWS = {
     "pages": {"course", "editions"},  # a page speaks the language of the edition a student handed in
     "release": {"course", "editions", "intake"},
     "grading": {"course", "intake", "sandbox", "editions"},
+    "analysis": {"course", "editions", "grading"},
     "demo": {"course", "intake", "release", "grading", "pages"},
     "measuring": {"course", "intake", "sandbox", "release", "grading", "demo"},
-    "cli": {"course", "intake", "editions", "release", "grading", "pages", "demo"},
+    "cli": {"course", "intake", "editions", "release", "grading", "pages", "demo", "analysis"},
     "config": {"course", "pages"},
     "main": {"cli"},
 }

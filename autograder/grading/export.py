@@ -65,11 +65,23 @@ def _students(course: Path, assignment: str, refused: dict[str, dict]) -> set[st
 
 
 def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
+    """``class_rows`` written as the CSV (``csv_path``, default ``<course>/<assignment>-grades.csv``)."""
+    rows = class_rows(assignment)
+    write_csv(
+        csv_path or course_dir() / f"{assignment}-grades.csv",
+        FIELDS,
+        [[row[k] for k in FIELDS] for row in rows],
+    )
+    return rows
+
+
+def class_rows(assignment: str, *, reassess: bool = True) -> list[dict]:
     """One row per student and notebook: score (empty unless graded), status and reason, for every student the
     course knows (``_students``); status ``not submitted`` for one without this assignment, ``not graded`` for a
     submission imported but not (or not since) autograded, ``could not import`` for one whose import was refused.
     Hours late are counted from each student's due date (their extension, ``extension_hours``, included); a record
-    whose penalty was counted against another due date is counted again first (``penalty.reassess``)."""
+    whose penalty was counted against another due date is counted again first (``penalty.reassess``), unless
+    ``reassess`` is False (``stats``, which changes nothing: the record's penalty stays)."""
     require_assignment(assignment)
     course = course_dir()
     points = {
@@ -128,7 +140,10 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
                 student, "not graded", f"imported again after it was graded: {again}", when(student, folder)
             )
             return
-        if penalty.outdated(data, extensions.due_for(due, extended.get(student)), extended.get(student)):
+        outdated = penalty.outdated(
+            data, extensions.due_for(due, extended.get(student)), extended.get(student)
+        )
+        if reassess and outdated:
             data = penalty.reassess(assignment, student)[1]  # an extension edited by hand, a due date moved
         time = when(student, folder, data)
         if data.get("error"):
@@ -159,9 +174,6 @@ def export(assignment: str, csv_path: Path | None = None) -> list[dict]:
                           f"({type(err).__name__}: {err}): {again_for(student)}", when(student))  # fmt: skip
         if student in refused:
             _refused(rows[done:], refused[student])
-    write_csv(
-        csv_path or course / f"{assignment}-grades.csv", FIELDS, [[row[k] for k in FIELDS] for row in rows]
-    )
     return rows
 
 

@@ -32,7 +32,7 @@ from posref.grading.child.forkserver import ServerGone
 from posref.grading.child.plain_data import student_text
 from posref.grading.child.remote import BudgetSpent, Child, ChildFailed, RemoteFunction
 from posref.grading.child.scratch import remove_tree
-from posref.grading.report import StudentError
+from posref.grading.failure import Cause, StudentError
 from posref.i18n import _
 
 MAX_RESTARTS = 6
@@ -47,10 +47,25 @@ class GraderFailed(Exception):
 
 @dataclass
 class CellResult:
+    """A test cell's score of record: its message (the student's, in their language) and the cause of each failed
+    check in it (``posref.grading.failure.Cause``, the same in every edition: what ``stats`` counts)."""
+
     grade_id: str
     points: float
     score: float
     message: str = ""
+    causes: list[Cause] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's outcome: passed (no message), or its message and cause."""
+
+    message: str = ""
+    cause: Cause | None = None
+
+
+PASSED = Verdict()
 
 
 @dataclass
@@ -352,33 +367,35 @@ def _grade_notebook(
                 for c in tests
             ]
             return record
-        verdicts: dict[tuple[str, str], str] = {}  # (checker, function) -> its message, "" when it passed
+        verdicts: dict[tuple[str, str], Verdict] = {}  # (checker, function) -> its verdict
         correctness = _correctness_checks(tests)
 
-        def verdict(name: str, fn: str) -> str:
+        def verdict(name: str, fn: str) -> Verdict:
             if (name, fn) not in verdicts:
                 verdicts[(name, fn)] = _broken_rule(program, answer_cells, name, fn) or _run_check(
                     children, name, fn
                 )
             return verdicts[(name, fn)]
 
-        def speed_verdict(position: int, name: str, fn: str) -> str:
+        def speed_verdict(position: int, name: str, fn: str) -> Verdict:
             """A speed check runs only for a function that passed all its correctness checks (the same checks'
             verdicts, not another draw); else one line that says so."""
             if children.out_of_time:
-                return children.out_of_time
+                return Verdict(children.out_of_time, Cause("out-of-time"))
             failed = [
                 (where, grade_id)
                 for checker, where, grade_id in correctness.get(fn, [])
-                if verdict(checker, fn)
+                if verdict(checker, fn).message
             ]
             if failed:
                 where, grade_id = failed[0]
                 if where < position:
-                    return _("not timed: {fn} fails its correctness check above").format(fn=fn)
-                return _("not timed: {fn} fails its correctness check ({grade_id})").format(
-                    fn=fn, grade_id=grade_id
-                )
+                    said = _("not timed: {fn} fails its correctness check above").format(fn=fn)
+                else:
+                    said = _("not timed: {fn} fails its correctness check ({grade_id})").format(
+                        fn=fn, grade_id=grade_id
+                    )
+                return Verdict(said, Cause("not-timed"))
             return _broken_rule(program, answer_cells, name, fn) or _run_check(
                 children, name, fn, checked=fn in correctness
             )
@@ -393,19 +410,22 @@ def _grade_notebook(
                     for name, fn in checker_calls(cell.source)
                 ]
             except BudgetSpent:
-                result.message = children.out_of_time
+                result.message, result.causes = children.out_of_time, [Cause("out-of-time")]
                 continue
             except ChildFailed as failure:
                 result.message = _("could not run the answer cells: {reason}").format(reason=failure.reason)
+                result.causes = [Cause("not-run")]
                 continue
             except Exception as err:  # a fault of the grader's own: flagged for a person, never scored
                 what = f"{type(err).__name__}: {student_text(str(err))}"
                 result.message = f"grader error while checking {result.grade_id}: {what}"
+                result.causes = [Cause("grader-error")]
                 record.status, record.reason = "could not grade", record.reason or result.message
                 continue
-            failures = [m for m in messages if m]
+            failures = [m for m in messages if m.message]
             result.score = 0.0 if failures else result.points
-            result.message = "\n".join(failures) or _("passed")
+            result.message = "\n".join(m.message for m in failures) or _("passed")
+            result.causes = [m.cause or Cause("unknown") for m in failures]
         if children.out_of_time:
             record.problems.append(f"the time for grading this notebook ({budget:g} s) ran out")
         if children.student is not None:
@@ -450,8 +470,10 @@ def _bounded(record: Record) -> Record:
     return record
 
 
-def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker: str, fn: str) -> str:
-    """'' unless the answer cell that defines ``fn`` (every answer cell, when none does) makes a call the rules
+def _broken_rule(
+    program: list[tuple[int, str]], answer_cells: set[int], checker: str, fn: str
+) -> Verdict | None:
+    """None unless the answer cell that defines ``fn`` (every answer cell, when none does) makes a call the rules
     forbid for ``checker`` (``posref.grading.rules``), or is too deep for the grader to parse; then the check's
     message, without running it. Read here, on the cell's source: nothing in the child can change it."""
     answers = [(i, src) for i, src in program if i in answer_cells]
@@ -460,8 +482,8 @@ def _broken_rule(program: list[tuple[int, str]], answer_cells: set[int], checker
         context = [src for i, src in program if i != index]
         problem = rules.find_forbidden(checker, source, context)
         if problem is not None:
-            return rules.broken_rule_message(fn, problem)
-    return ""
+            return Verdict(rules.broken_rule_message(fn, problem), Cause("rule"))
+    return None
 
 
 def _correctness_checks(tests: list) -> dict[str, list[tuple[str, int, str]]]:
@@ -475,34 +497,33 @@ def _correctness_checks(tests: list) -> dict[str, list[tuple[str, int, str]]]:
     return found
 
 
-def _run_check(children: _Children, name: str, fn: str, *, checked: bool = False) -> str:
-    """'' if the check passes, else what the student should read. The child watches what the function runs on the
+def _run_check(children: _Children, name: str, fn: str, *, checked: bool = False) -> Verdict:
+    """``PASSED`` if the check passes, else what the student should read and its cause. The child watches what the function runs on the
     checker's cases (``posref.grading.watch``): what it reports as run that the rules forbid costs the check,
     whatever else happened (a report is taken as given: it can only cost the student). ``checked``: for a speed
     check, the function's correctness checks have passed in this grading (else the speed check runs their hidden
     cases itself)."""
     if children.out_of_time:
-        return children.out_of_time
+        return Verdict(children.out_of_time, Cause("out-of-time"))
     child = children.get()
     if fn not in child.names:
-        return _("{fn} is not defined: the cell that defines it did not run or does not define it").format(
-            fn=fn
-        )
+        said = _("{fn} is not defined: the cell that defines it did not run or does not define it")
+        return Verdict(said.format(fn=fn), Cause("not-defined"))
     remote = RemoteFunction(child, fn, watch=name)
     try:
-        message = _outcome(children, child, remote, name, fn, checked)
+        outcome = _outcome(children, child, remote, name, fn, checked)
     except Exception:
         if not remote.ran:
             raise
-        message = ""
+        outcome = PASSED
     if remote.ran:
-        return rules.broken_rule_message(fn, rules.ran_problem(name, remote.ran))
-    return message
+        return Verdict(rules.broken_rule_message(fn, rules.ran_problem(name, remote.ran)), Cause("rule"))
+    return outcome
 
 
 def _outcome(
     children: _Children, child: Child, remote: RemoteFunction, name: str, fn: str, checked: bool
-) -> str:
+) -> Verdict:
     check = getattr(checkers, name)
     try:
         if name.endswith("_speed"):
@@ -514,18 +535,19 @@ def _outcome(
     except checkers.CheckFailed as failure:
         if isinstance(failure.__cause__, ChildFailed):
             child.kill()  # restarted for the next check
-        return str(failure)
+        return Verdict(str(failure), failure.cause)
     except StudentError as err:  # raised outside the checker's own cases (e.g. while being timed)
-        return f"{fn} {err.reported_as}"
+        return Verdict(f"{fn} {err.reported_as}", err.cause)
     except Exception as err:
         if not remote.answered:
             raise  # before the child gave anything back: a fault of the grader's own
         # the child's replies are checked to be plain data, but whatever in them the checker trips over is the
         # student's failure, never "could not grade" (that would send a wrong answer to manual grading)
-        return _("{fn} returned something the check could not compare ({error})").format(
+        said = _("{fn} returned something the check could not compare ({error})").format(
             fn=fn, error=f"{type(err).__name__}: {student_text(str(err))}"
         )
-    return ""
+        return Verdict(said, Cause("unreadable"))
+    return PASSED
 
 
 def _timed_against_reference(children: _Children, name: str, remote: RemoteFunction, checked: bool) -> None:

@@ -12,7 +12,8 @@ kernels run as they do for students: only nbgrader's own Execute step sets ``POS
 
 The formgrader is the course's (``lab_server.py``, a server extension loaded in place of nbgrader's own): its
 views are sanitised, every page has a Content-Security-Policy, the Autograde button runs the score of record,
-each written answer is followed by its model answer; terminals are off.
+each written answer is followed by its model answer; terminals are off; the class pages that ``python -m
+autograder stats`` and ``similar`` wrote are listed at ``<the lab's URL>/posref/reports/`` (``reports.py``).
 
 Formulas render offline: the formgrader's pages load MathJax from this server (the jupyter-server-mathjax
 package) instead of a CDN, through the template ``autograder/pages/jupyter_data/.../formgrade/mathjax.html.j2``, which
@@ -66,5 +67,6 @@ def lab_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def lab(extra: Sequence[str] = ()) -> int:
     """Run the instructor's JupyterLab until it is stopped; its exit status."""
-    print(f"autograder lab: course folder {course.course_dir()}", file=sys.stderr)
+    print(f"autograder lab: course folder {course.course_dir()}; the class pages of `stats` and `similar` at "
+          "<the lab's URL>/posref/reports/", file=sys.stderr)  # fmt: skip
     return subprocess.call(lab_command(extra), cwd=course.REPO, env=lab_env())

@@ -21,6 +21,8 @@ which loads the formgrader itself and then:
    per-row button ran nbgrader's own autograde, which the course configuration refuses, after it had emptied
    ``autograded/<student>/<assignment>/``. It now runs ``python -m autograder autograde ASSIGNMENT --student
    ID``, one at a time, and the window it opens starts with the run's verdict (a refusal first).
+4. **Serves the class pages** (``ClassPages``, ``reports.py``) at ``posref/reports/``: what ``stats`` and
+   ``similar`` wrote, in the ``sandbox`` like every route that shows what students wrote.
 
 Terminals are off (``lab.py``): grading needs none, and they were a shell for anyone able to run a script.
 """
@@ -39,6 +41,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 import jinja2
+from jupyter_server.base.handlers import JupyterHandler
 from markupsafe import escape
 from nbgrader.server_extensions.formgrader import apihandlers
 from nbgrader.server_extensions.formgrader import formgrader as nbgrader_formgrader
@@ -48,6 +51,7 @@ from tornado import web
 from autograder import course
 from autograder.editions.catalogs import EDITIONS_DIR
 from autograder.editions.notebook import ENGLISH, edition_of
+from autograder.pages import reports
 from autograder.pages.sanitize import CleanMarkdownExporter, StudentCellsSanitized
 from posref_jupyter import offline_math
 
@@ -69,7 +73,7 @@ COURSE_STATIC = offline_math.STATIC  # the course's MathJax configuration
 JAVASCRIPT = re.compile(r"(java|ecma)script|jscript|livescript", re.IGNORECASE)
 # routes that serve what a student handed in (files, exports of notebooks): a sandbox of their own
 STUDENT_FILES = re.compile(
-    r"(files|view|nbconvert)/|formgrader/submissions/[^/]+/(?!(next|prev)(_incorrect)?/?$)."
+    r"(files|view|nbconvert)/|posref/reports(/|$)|formgrader/submissions/[^/]+/(?!(next|prev)(_incorrect)?/?$)."
 )
 # the Autograde button's runs: one at a time (each grades with its own worker; the gradebook has one writer)
 AUTOGRADE_LOCK = asyncio.Lock()
@@ -325,6 +329,25 @@ class CourseAutograde(apihandlers.AutogradeHandler):
         )
 
 
+class ClassPages(JupyterHandler):
+    """``posref/reports/``: the list of the class pages; ``posref/reports/NAME``: one of them (``reports.py``)."""
+
+    @web.authenticated
+    def get(self, name: str = ""):
+        if not name:
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.finish(reports.index_page(reports.listing()))
+            return
+        found = reports.report(name)
+        if found is None:
+            raise web.HTTPError(404, "no such class page")
+        content, content_type = found
+        self.set_header("Content-Type", content_type)
+        if content_type.startswith("text/csv"):
+            self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.finish(content)
+
+
 def verdict(log: str) -> str:
     """What an autograde run says in the end: each student the grader failed on, then its last line (the
     summary, the refusal, or the exception that ended it)."""
@@ -344,6 +367,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
         [
             (base_url.rstrip("/") + r"/formgrader/api/submission/([^/]+)/([^/]+)/autograde", CourseAutograde),
             (base_url.rstrip("/") + r"/formgrader/?", CourseFormgrader),
+            (base_url.rstrip("/") + r"/posref/reports", web.RedirectHandler, {"url": "reports/"}),
+            (base_url.rstrip("/") + r"/posref/reports/([^/]*)", ClassPages),
             (
                 base_url.rstrip("/") + r"/posref/static/(.*)",
                 web.StaticFileHandler,

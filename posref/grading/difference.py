@@ -69,7 +69,13 @@ def _index(flat: int, shape: torch.Size) -> tuple[int, ...]:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if len(shape) else ()
 
 
-def difference(
+def difference(expected: Any, got: Any, **options: Any) -> str | None:
+    """None if ``got`` matches ``expected``, else why not, in words (``differs``'s message)."""
+    found = differs(expected, got, **options)
+    return None if found is None else found[1]
+
+
+def differs(
     expected: Any,
     got: Any,
     *,
@@ -80,7 +86,7 @@ def difference(
     accept: Sequence[Any] = (),
     what: str | None = None,
     inputs: tuple[str, torch.Tensor] | None = None,
-) -> str | None:
+) -> tuple[str, str] | None:
     """None if ``got`` matches ``expected`` (elementwise, or any of the alternatives in ``accept``), else why not.
 
     ``expected`` may be a tensor, a float, or a tuple of them (compared item by item). ``accept`` holds other
@@ -90,14 +96,17 @@ def difference(
     ``inputs`` (name, tensor of the output's shape): the input each output element was computed from; the
     message quotes its value where the largest error is (a bucket is explained by its distance, not its index).
     ``what`` names the output in the message (default: "output", in the language spoken).
+    Else ``(kind, message)``: the kind of the difference (``failure.KINDS``: type, shape, device, dtype, values).
     """
     what = _("output") if what is None else what
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return _("expected a tuple of {n} values, got {kind}").format(n=len(expected), kind=_kind(got))
+            return "type", _("expected a tuple of {n} values, got {kind}").format(
+                n=len(expected), kind=_kind(got)
+            )
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             alts = [a[i] for a in accept]
-            problem = difference(
+            problem = differs(
                 e,
                 g,
                 atol=atol,
@@ -133,13 +142,13 @@ def _kind(value: Any) -> str:
 
 def _scalar_difference(
     expected: float, got: Any, *, atol: float | None, rtol: float | None, what: str
-) -> str | None:
+) -> tuple[str, str] | None:
     if isinstance(got, torch.Tensor) and got.numel() == 1:
-        return _(
+        return "type", _(
             "{what}: expected a Python float, got a one-element tensor {got}; return tensor.item()"
         ).format(what=what, got=repr(got))
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return _("{what}: expected a Python float, got {kind}").format(what=what, kind=_kind(got))
+        return "type", _("{what}: expected a Python float, got {kind}").format(what=what, kind=_kind(got))
     a = 1e-6 if atol is None else atol
     r = 1e-5 if rtol is None else rtol
     err = abs(float(got) - expected)
@@ -149,7 +158,9 @@ def _scalar_difference(
         wrong = math.isnan(float(got)) or err > a + r * abs(expected)
     if wrong:
         shown = _fmt_apart(expected, float(got))
-        return _("{what}: expected {expected}, got {got} (|error| {error}, tolerance {tolerance})").format(
+        return "values", _(
+            "{what}: expected {expected}, got {got} (|error| {error}, tolerance {tolerance})"
+        ).format(
             what=what, expected=shown[0], got=shown[1], error=_fmt(err), tolerance=_fmt(a + r * abs(expected))
         )
     return None
@@ -166,9 +177,9 @@ def _tensor_difference(
     accept: Sequence[Any],
     what: str,
     inputs: tuple[str, torch.Tensor] | None = None,
-) -> str | None:
+) -> tuple[str, str] | None:
     if not isinstance(got, torch.Tensor):
-        return _("{what}: expected a torch.Tensor, got {kind}").format(what=what, kind=_kind(got))
+        return "type", _("{what}: expected a torch.Tensor, got {kind}").format(what=what, kind=_kind(got))
     if tuple(got.shape) != tuple(expected.shape):
         message = _("{what}: expected shape {expected}, got shape {got}").format(
             what=what, expected=tuple(expected.shape), got=tuple(got.shape)
@@ -178,31 +189,31 @@ def _tensor_difference(
             message += _(" (the right values in the wrong shape: return them as {expected})").format(
                 expected=tuple(expected.shape)
             )
-        return message
+        return "shape", message
     if got.device != expected.device:
-        return _(
+        return "device", _(
             "{what}: expected a tensor on {expected} (the inputs' device), got one on {got}; "
             "create new tensors with device=<input>.device"
         ).format(what=what, expected=expected.device, got=got.device)
     exact = not expected.is_floating_point()
     if exact and (got.is_floating_point() or got.is_complex()):
-        return _("{what}: expected integer values (dtype {expected}), got dtype {got}").format(
+        return "dtype", _("{what}: expected integer values (dtype {expected}), got dtype {got}").format(
             what=what, expected=expected.dtype, got=got.dtype
         )
     if match_dtype and not exact and got.dtype != expected.dtype:
-        return _(
+        return "dtype", _(
             "{what}: expected dtype {expected} (the input's dtype), got {got}; "
             "compute in any precision you like but return .to(<input>.dtype)"
         ).format(what=what, expected=expected.dtype, got=got.dtype)
     if at_least_float32 and not exact and got.dtype in (torch.float16, torch.bfloat16):
-        return _(
+        return "dtype", _(
             "{what}: expected float32 (or float64) values, got {got}: half precision keeps only 2-3 "
             "significant digits, too few for this output; return float32"
         ).format(what=what, got=got.dtype)
     if got.is_complex():
-        return _("{what}: expected real values, got dtype {got}; take the real part or view_as_real").format(
-            what=what, got=got.dtype
-        )
+        return "type", _(
+            "{what}: expected real values, got dtype {got}; take the real part or view_as_real"
+        ).format(what=what, got=got.dtype)
     bad = _mismatch(expected, got, atol, rtol)
     for alt in accept:
         if isinstance(alt, torch.Tensor) and alt.shape == expected.shape:
@@ -216,7 +227,7 @@ def _tensor_difference(
     if coarser and not _mismatch(expected, got, *default_tolerance(got.dtype)).any():
         # right to the precision of the dtype returned, which is not the one asked for: say so, not "25.4782, got
         # 25.4782"
-        return _(
+        return "dtype", _(
             "{what}: expected {expected} values, got {got}: they agree with the reference to {got}'s precision "
             "(largest difference {error}), but {n_bad} of {n} are outside this output's tolerance (|got - "
             "expected| <= {atol} + {rtol} * |expected|); compute it in {expected} and return {expected}"
@@ -282,7 +293,7 @@ def _tensor_difference(
             "{broken} of your values are NaN or infinite where the reference's are finite: look for an overflow "
             "(float16 holds at most 65504), a division by zero or the log of 0"
         ).format(broken=broken)
-    return message
+    return "values", message
 
 
 def _tol(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tuple[float, float]:

@@ -10,36 +10,16 @@ place, fails its case too, in words: what it raised and on which line of theirs,
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from posref.grading.difference import difference, same_values
-from posref.grading.frames import students, where_it_raised
+from posref.grading.difference import difference, differs, same_values
+from posref.grading.failure import Cause, CheckFailed, StudentError
+from posref.grading.frames import where_it_raised
 from posref.i18n import _
-
-
-class CheckFailed(AssertionError):
-    """A student's function differs from the reference; the message says how, on which case, and why if known.
-
-    In a notebook, IPython shows it through ``_render_traceback_``: the message first, then only the student's
-    own frames (the test cell's call, and where the student's function raised), none of posref's.
-    """
-
-    def _render_traceback_(self) -> list[str]:
-        frames = []
-        for err in (self.__cause__, self):  # where the student's function raised, then the check's call
-            if err is not None:
-                tb = traceback.extract_tb(err.__traceback__)
-                frames += [f for f in tb if students(f.filename)]
-        lines = [f"{type(self).__name__}: {self}"]
-        if frames:
-            lines += ["", _("Your code, where it was called (posref's own frames left out):")]
-            lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
-        return lines
 
 
 @dataclass
@@ -155,6 +135,7 @@ def first_difference(
     case the draw put first.
     """
     wrong_dtype: str | None = None  # the message for the first case right but for its dtype
+    # the cause of each failure (``failure.Cause``) is said here, beside its message
     for i, case in enumerate(cases):
         expected = call(reference, case)
         args, kwargs = private_copy(case.args), private_copy(case.kwargs)
@@ -176,11 +157,12 @@ def first_difference(
                 _header(name, case, i, len(cases), seed, what=_("fails"))
                 + "\n  "
                 + _("your function {did}").format(did=did)
-                + ("\n  " + _("hint: {hint}").format(hint=hint) if hint else "")
+                + ("\n  " + _("hint: {hint}").format(hint=hint) if hint else ""),
+                cause=Cause.mistake(hint) if hint else _raised_cause(err),
             ) from err
         alternatives = call(accept, case) if accept is not None else ()
         tol = {"atol": case.atol, "rtol": case.rtol}
-        problem = difference(
+        found = differs(
             expected,
             got,
             match_dtype=match_dtype,
@@ -189,6 +171,7 @@ def first_difference(
             inputs=None if elementwise_in is None else (elementwise_in[1], case.args[elementwise_in[0]]),
             **tol,
         )
+        kind, problem = found or (None, None)
         changed = _changed_inputs(case, args, kwargs)
         if problem is None and changed is None:
             continue
@@ -199,7 +182,8 @@ def first_difference(
                 + _(
                     "the output is right, but the call changed {changed}. The caller still needs its tensors: work "
                     "on new tensors (y = x * 2, x.clone()), not in-place operations (x *= 2, x[...] = ..., x.add_(...))"
-                ).format(changed=changed)
+                ).format(changed=changed),
+                cause=Cause("in-place"),
             )
         message = _header(name, case, i, len(cases), seed) + "\n  " + problem
         if changed is None and match_dtype and _values_agree(expected, got, alternatives, tol):
@@ -226,9 +210,9 @@ def first_difference(
                 break
         if hints:
             message += "\n  " + _("hint: {hint}").format(hint=hints[0])
-        raise CheckFailed(message)
+        raise CheckFailed(message, cause=Cause.mistake(hints[0]) if hints else Cause(kind))
     if wrong_dtype is not None:
-        raise CheckFailed(wrong_dtype)
+        raise CheckFailed(wrong_dtype, cause=Cause("dtype"))
 
 
 def _values_agree(expected: Any, got: Any, accept: Sequence[Any], tol: dict[str, float | None]) -> bool:
@@ -273,24 +257,17 @@ def _header(
     )
 
 
+def _raised_cause(err: BaseException) -> Cause:
+    """The cause of an error the student's function raised: the one the grader's own error says (the child's
+    ``StudentError``, a ``ChildFailed`` that hung or ended), else its exception's type (``stub`` for a
+    ``NotImplementedError``)."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, Cause) else Cause.raised(type(err).__name__)
+
+
 def _bare_stub(err: BaseException) -> bool:
     """Whether the student's function raised a bare ``NotImplementedError`` (an untouched stub), here or in the
     child."""
     if isinstance(err, StudentError):
         return err.raised and str(err) == "NotImplementedError"
     return error_text(err) == "NotImplementedError"
-
-
-class StudentError(Exception):
-    """The student's function raised (the message is the child's ``TypeName: message`` text, ``types`` the names of
-    its exception's classes, most derived first), or, with ``raised=False``, did something the grader refuses (the
-    message says what it did: "returned ...")."""
-
-    def __init__(self, message: str, *, raised: bool = True, types: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.raised, self.types = raised, types
-
-    @property
-    def reported_as(self) -> str:
-        """What the student's function did, as it follows "your function " in a message."""
-        return _("raised {error}").format(error=self) if self.raised else str(self)

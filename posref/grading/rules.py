@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from posref.grading import watch
-from posref.grading.report import CheckFailed
+from posref.grading.failure import Cause, CheckFailed
 from posref.i18n import N_, _
 
 REFERENCE = N_("posref's own implementation of what this cell grades")
@@ -363,7 +363,9 @@ def watched(checker: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             except Exception as err:  # reported below unless forbidden code ran first
                 error = err
         if ran:
-            raise CheckFailed(broken_rule_message(fn.__name__, ran_problem(checker, ran))) from error
+            raise CheckFailed(
+                broken_rule_message(fn.__name__, ran_problem(checker, ran)), cause=Cause("rule")
+            ) from error
         if error is not None:
             raise error
         return result
@@ -394,7 +396,7 @@ def _in_the_notebook(checker: Callable[..., Any], *, read_source: bool) -> Calla
             return checker(fn, *args, **kwargs)
         problem = _own_problem(checker.__name__, fn) if read_source else None
         if problem is not None:
-            raise CheckFailed(broken_rule_message(fn.__name__, problem))
+            raise CheckFailed(broken_rule_message(fn.__name__, problem), cause=Cause("rule"))
         if not checker.__name__.endswith("_speed") and callable(fn):
             fn = watched(checker.__name__, fn)
         return checker(fn, *args, **kwargs)

@@ -10,9 +10,10 @@ import pytest
 from course_helpers import needs_bwrap, plain_child
 
 from autograder.course import REPO
-from autograder.grading.record import _Children, _run_check, checker_calls, grade_notebook
+from autograder.grading.record import PASSED, Verdict, _Children, _run_check, checker_calls, grade_notebook
 from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.remote import BudgetSpent, RemoteFunction
+from posref.grading.failure import Cause
 
 pytestmark = pytest.mark.xdist_group("sandbox")  # children as Sandbox()'s default uid: see tests/conftest.py
 
@@ -56,8 +57,8 @@ def test_the_notebook_budget_bounds_all_calls_together(tmp_path):
             for _ in range(10):
                 assert child.call("slow", (), {}) == 1.0
     children = _Children([], Sandbox(), tmp_path, [], timeout=10, budget=0)
-    assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == (
-        "not checked: the time for grading this notebook (0 s) ran out"
+    assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == Verdict(
+        "not checked: the time for grading this notebook (0 s) ran out", Cause("out-of-time")
     )
 
 
@@ -119,11 +120,12 @@ def test_a_check_of_a_function_the_answer_cells_do_not_define_says_so(tmp_path):
     sandbox = Sandbox()
     children = _Children([(0, "x = 1")], sandbox, sandbox.scratch(tmp_path), [], timeout=30, budget=120)
     try:
-        message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
+        verdict = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
     finally:
         children.close()
-    assert (
-        message == "sinusoidal_pe is not defined: the cell that defines it did not run or does not define it"
+    assert verdict == Verdict(
+        "sinusoidal_pe is not defined: the cell that defines it did not run or does not define it",
+        Cause("not-defined"),
     )
 
 
@@ -141,9 +143,9 @@ def test_checks_run_hidden_and_speed_checks_against_a_reference_in_a_child_like_
     program = [(0, "from posref import apply_rope, sinusoidal_pe")]
     children = _Children(program, sandbox, sandbox.scratch(tmp_path), [], timeout=30, budget=120)
     try:
-        assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == ""
+        assert _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe") == PASSED
         assert seen["check_sinusoidal_pe"][1] == {"hidden": True, "device": "cpu"}
-        assert _run_check(children, "check_apply_rope_speed", "apply_rope") == ""
+        assert _run_check(children, "check_apply_rope_speed", "apply_rope") == PASSED
         student, kwargs = seen["check_apply_rope_speed"]
         reference = kwargs["reference"]
         assert isinstance(reference, RemoteFunction) and reference.__name__ == "apply_rope"

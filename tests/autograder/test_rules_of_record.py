@@ -46,14 +46,16 @@ def test_the_answer_cell_that_defines_the_function_is_the_one_read():
         (7, "model = posref.load_checkpoint('rope')"),
     ]
     answers = {3, 5, 7}
-    message = _broken_rule(program, answers, "check_apply_rope", "apply_rope")
+    verdict = _broken_rule(program, answers, "check_apply_rope", "apply_rope")
+    message = verdict.message
+    assert str(verdict.cause) == "rule"
     assert message.startswith(
         "apply_rope earns nothing here: its answer uses pr.apply_rope, which is posref's own"
     )
-    assert _broken_rule(program, answers, "check_rope_scores", "rope_scores") == ""  # its own apply_rope
-    assert _broken_rule(program, answers, "check_apply_rope_speed", "apply_rope") == message
+    assert _broken_rule(program, answers, "check_rope_scores", "rope_scores") is None  # its own apply_rope
+    assert _broken_rule(program, answers, "check_apply_rope_speed", "apply_rope") == verdict
     one_line = [(0, "import posref"), (3, "apply_rope = posref.apply_rope")]
-    assert "posref.apply_rope" in _broken_rule(one_line, {3}, "check_apply_rope", "apply_rope")
+    assert "posref.apply_rope" in _broken_rule(one_line, {3}, "check_apply_rope", "apply_rope").message
 
 
 def test_each_notebook_states_the_rules_its_grader_enforces_once():

@@ -272,10 +272,11 @@ def test_a_check_that_trips_over_the_childs_data_is_that_checks_failure(tmp_path
     children = _Children([(0, "import torch\n" + PE)], SANDBOX, SANDBOX.scratch(tmp_path), [],
                          timeout=30, budget=120)  # fmt: skip
     try:
-        message = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
+        verdict = _run_check(children, "check_sinusoidal_pe", "sinusoidal_pe")
     finally:
         children.close()
-    assert message == (
+    assert str(verdict.cause) == "unreadable"
+    assert verdict.message == (
         "sinusoidal_pe returned something the check could not compare "
         "(AttributeError: 'Tensor' object has no attribute 'no_such_attribute')"
     )

@@ -131,7 +131,7 @@ BATTERY = [
 @pytest.mark.parametrize(("name", "does", "correct", "speed"), BATTERY, ids=[b[0] for b in BATTERY])
 def test_each_submission_of_the_battery_earns_what_it_deserves(children, name, does, correct, speed):
     for check, expected in (("check_apply_rope", correct), ("check_apply_rope_speed", speed)):
-        message = _run_check(children, check, name)
+        message = _run_check(children, check, name).message
         assert message.startswith(expected) and bool(message) == bool(expected), f"{name} ({does}): {message}"
 
 
@@ -153,9 +153,9 @@ ROUNDS_BATTERY = [
     ("name", "correct", "speed", "does", "expected"), ROUNDS_BATTERY, ids=[b[0] for b in ROUNDS_BATTERY]
 )
 def test_no_shortcut_through_a_round_earns_a_speed_point(shortcuts, name, correct, speed, does, expected):
-    verdict = _run_check(shortcuts, correct, name)
+    verdict = _run_check(shortcuts, correct, name).message
     assert verdict == "", f"{name} ({does}) is correct: only its speed is in question; {verdict}"
-    message = _run_check(shortcuts, speed, name, checked=True)
+    message = _run_check(shortcuts, speed, name, checked=True).message
     fails = expected == NO_POINT and message.split(" ", 1)[-1].startswith(NO_POINT)
     assert fails or (message.startswith(expected) and bool(message) == bool(expected)), (
         f"{name} ({does}): {message}"
@@ -209,14 +209,16 @@ CPU_HIDING = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "does"), CPU_HIDING, ids=[c[0] for c in CPU_HIDING])
 def test_cpu_spent_in_another_process_of_the_child_is_charged_living_or_reaped(shortcuts, name, does):
-    assert _run_check(shortcuts, "check_apply_rope", name) == "", (
+    assert _run_check(shortcuts, "check_apply_rope", name).message == "", (
         f"{name} is correct: only its speed is in question"
     )
-    message = _run_check(shortcuts, "check_apply_rope_speed", name, checked=True)
+    verdict = _run_check(shortcuts, "check_apply_rope_speed", name, checked=True)
+    message = verdict.message
     print(
         f"{name}: {message.splitlines()[0] if message else 'earned the speed point'}"
     )  # the ratio, for the record
     assert message.startswith("apply_rope is too slow"), f"{name} ({does}): {message}"
+    assert str(verdict.cause) == "slow"
 
 
 PROCESSES = """

@@ -396,3 +396,28 @@ def test_a_pasted_image_is_shown_or_noted_never_an_error(
         and "svg" not in {tag for tag, _ in tags}
         and "/pwned/attach" not in str(images)
     )
+
+
+def test_the_lab_serves_the_class_pages_only_by_their_names_and_in_a_sandbox(tmp_path, monkeypatch):
+    from autograder.pages import reports
+
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path))
+    assert reports.listing() == [] and "None yet" in reports.index_page([])
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "01_order-stats.html").write_text("<p>stats</p>")
+    (folder / "01_order-similar.csv").write_text("cell,student_a\n")
+    (folder / "notes.txt").write_text("not a class page")
+    (tmp_path / "secret-stats.html").write_text("outside the folder")
+    (folder / "linked-stats.html").symlink_to(tmp_path / "secret-stats.html")
+    assert reports.listing() == ["01_order-similar.csv", "01_order-stats.html"]
+    assert reports.report("01_order-stats.html") == (b"<p>stats</p>", "text/html; charset=utf-8")
+    assert reports.report("01_order-similar.csv")[1].startswith("text/csv")
+    for name in ["notes.txt", "linked-stats.html", "../secret-stats.html", "missing-stats.html", "-stats.html",
+                 ".hidden-stats.html", "01_order-stats.html/x"]:  # fmt: skip
+        assert reports.report(name) is None, name
+    page = reports.index_page(['<img src=x onerror="fetch(1)">-stats.html', "01_order-stats.html"])
+    assert "<img" not in page and 'href="01_order-stats.html"' in page and "Content-Security-Policy" in page
+    for path in ["posref/reports/", "posref/reports/01_order-stats.html", "posref/reports"]:
+        assert lab_server.STUDENT_FILES.match(path), path
+    assert not lab_server.STUDENT_FILES.match("posref/static/mathjax.js")

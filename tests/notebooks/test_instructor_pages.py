@@ -421,6 +421,45 @@ def test_the_instructors_lab_says_what_the_course_did_and_finds_its_configuratio
     assert "No nbgrader_config.py" not in server.log_tail(10**7)
 
 
+CLASS_PAGES_SIGNAL = 960  # the payload number of the code that eve hands in for the class pages
+
+
+def test_the_class_pages_show_what_students_wrote_as_text_and_run_none_of_it(course, server, watched):
+    """Issue 40.2, 40.3: ``stats`` and ``similar`` of the class, listed by the lab at ``/posref/reports/`` and
+    served in a sandbox. eve's answer cell (the solution's code, so that it is shown beside her classmates') opens
+    with markup in a comment and in a string: both pages show it as text and nothing of it runs. The screenshots
+    are ``docs/class_stats.png`` and ``docs/class_similar.png`` (``POSREF_SCREENSHOT_DIR=docs``)."""
+    signal = SIGNAL.format(n=CLASS_PAGES_SIGNAL)
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "attention":
+            cell.source = f"# <script>{signal}</script>\n'<img src=x onerror=\"{signal}\">'\n" + cell.source
+    folder = course.dir / "submitted" / "eve" / ASSIGNMENT  # handed in, never imported nor graded
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+    try:
+        said = nh.autograder("stats", ASSIGNMENT, env=course.env)
+        assert "r_it (corrected item-total)" in said
+        said = nh.autograder("similar", ASSIGNMENT, env=course.env)
+        assert "[solutions]" in said and "eve" in said, said
+    finally:
+        shutil.rmtree(course.dir / "submitted" / "eve")
+    watched.visit("/posref/reports/", wait_for="a")
+    assert {f"{ASSIGNMENT}-stats.html", f"{ASSIGNMENT}-similar.html"} <= set(
+        watched.page.locator("a").all_inner_texts()
+    )
+    shots = Path(os.environ.get("POSREF_SCREENSHOT_DIR") or course.base)
+    for kind, shown in (("stats", "test_attention"), ("similar", f"<script>{signal}</script>")):
+        path = f"/posref/reports/{ASSIGNMENT}-{kind}.html"
+        assert _csp(server, path).endswith("; sandbox"), _csp(server, path)
+        assert _content_type(server, path).startswith("text/html")
+        watched.visit(path, wait_for="h1")
+        assert watched.page.get_by_text(shown).count() >= 1, f"{kind}: {shown!r} is not shown as text"
+        assert watched.page.locator("script, img, iframe, object, embed").count() == 0
+        watched.page.screenshot(path=str(shots / f"class_{kind}.png"))
+    watched.assert_nothing_ran("the class pages")
+
+
 def _full_marks(course: Course, student: str) -> None:
     """Every test cell of ``student`` at its points in the gradebook (the written answers wait for a grader)."""
     with Gradebook(f"sqlite:///{course.dir / 'gradebook.db'}") as gb:

@@ -9,9 +9,10 @@ import torch
 
 from posref.absolute import LearnedPositionalEmbedding, sinusoidal_pe, sinusoidal_shift_matrix
 from posref.grading.cases import Draw
+from posref.grading.failure import Cause
 from posref.grading.report import Case, CheckFailed, error_text, first_difference, raised_a
 from posref.grading.rules import enforce_rules
-from posref.i18n import _
+from posref.i18n import N_, _
 
 
 def _pe_variant(
@@ -268,7 +269,7 @@ def check_learned_positions(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         ): from_zero,
         _(
             "add the position vectors to the token embeddings: the output is x + weight[positions]"
-        ): lambda w, x, p: w[p].expand_as(x).clone(),
+        ): lambda w, x, p: w[p].to(x.dtype).expand_as(x).clone(),
         _("row p holds position p: position 0 reads row 0, not row 1"): one_based,
     }
     first_difference(
@@ -305,28 +306,28 @@ def _check_refuses_missing_rows(fn: Callable[..., torch.Tensor], draw: Draw) -> 
             text = getattr(err, "reported_as", None) or error_text(err)
             if not raised_a(err, IndexError):
                 raise CheckFailed(
-                    head
-                    + "\n  "
-                    + _(
-                        "your error: {text}\n  raise an IndexError (the exercise asks for one: code that reads a "
-                        "table catches IndexError for a position it has no row for), e.g. raise IndexError({example})"
-                    ).format(text=text[:300], example=example)
+                    head + "\n  " + _(_NOT_AN_INDEX_ERROR).format(text=text[:300], example=example),
+                    cause=Cause.mistake(_NOT_AN_INDEX_ERROR),
                 ) from err
             if not (_names(text, bad) and (_names(text, p) or _names(text, p - 1))):
                 raise CheckFailed(
-                    head
-                    + "\n  "
-                    + _(
-                        "your error says: {text}\n  say which position has no row and how many rows there are "
-                        "(e.g. {example}), so that whoever meets it knows what to change"
-                    ).format(text=text[:300], example=example)
+                    head + "\n  " + _(_UNSAID_POSITION).format(text=text[:300], example=example),
+                    cause=Cause.mistake(_UNSAID_POSITION),
                 ) from err
             continue
-        raise CheckFailed(
-            head
-            + "\n  "
-            + _(
-                "your function returned a result instead of raising an error: check that every position is in "
-                "0..max_positions - 1 before looking rows up, and raise an IndexError otherwise"
-            )
-        )
+        raise CheckFailed(head + "\n  " + _(_NOT_REFUSED), cause=Cause.mistake(_NOT_REFUSED))
+
+
+# the named mistakes of refusing a missing row (their keys are the causes the score of record keeps)
+_NOT_AN_INDEX_ERROR = N_(
+    "your error: {text}\n  raise an IndexError (the exercise asks for one: code that reads a table catches "
+    "IndexError for a position it has no row for), e.g. raise IndexError({example})"
+)
+_UNSAID_POSITION = N_(
+    "your error says: {text}\n  say which position has no row and how many rows there are (e.g. {example}), so "
+    "that whoever meets it knows what to change"
+)
+_NOT_REFUSED = N_(
+    "your function returned a result instead of raising an error: check that every position is in "
+    "0..max_positions - 1 before looking rows up, and raise an IndexError otherwise"
+)

@@ -24,9 +24,10 @@ from torch import nn
 from posref.attention import scaled_dot_product_attention
 from posref.grading.cases import Draw
 from posref.grading.difference import default_tolerance, difference
+from posref.grading.failure import Cause
 from posref.grading.report import Case, CheckFailed, call, first_difference
 from posref.grading.rules import enforce_rules, watch_rules
-from posref.i18n import _
+from posref.i18n import N_, _
 from posref.lab.evaluate import per_position_loss
 from posref.lab.model import TinyDecoder, build_model
 from posref.lab.positions import ALiBiPositions, NoPE, PositionHandler, RoPEPositions, handler_attention
@@ -104,11 +105,14 @@ def _half_precision_hint(fn: Callable[..., torch.Tensor], cases: list[Case]) -> 
         atol, rtol = (10 * tol for tol in default_tolerance(dtype))
         if difference(expected, got.double(), match_dtype=False, atol=atol, rtol=rtol) is not None:
             return None
-        return _(
-            "the logits are {name}, and your loss carries {name}'s rounding errors: upcast them first "
-            "(logits.float()) and compute log_softmax and the means in float32 or float64"
-        ).format(name=name)
+        return _(_HALF_PRECISION).format(name=name)
     return None
+
+
+_HALF_PRECISION = N_(
+    "the logits are {name}, and your loss carries {name}'s rounding errors: upcast them first "
+    "(logits.float()) and compute log_softmax and the means in float32 or float64"
+)
 
 
 @enforce_rules
@@ -182,6 +186,7 @@ def check_per_position_loss(fn: Callable[..., torch.Tensor], *, hidden: bool = F
         failed.args = (
             f"{failed}\n  " + _("hint: {hint}").format(hint=hint),
         )  # the same error, its traceback kept
+        failed.cause = Cause.mistake(_HALF_PRECISION)
         raise
 
 

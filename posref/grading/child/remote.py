@@ -51,7 +51,7 @@ from posref.grading.child.plain_data import (
     write_changes,
 )
 from posref.grading.child.processes import frozen, process_tree, tree_cpu_seconds
-from posref.grading.report import StudentError
+from posref.grading.failure import BudgetSpent, ChildFailed, StudentError
 from posref.grading.speed.pinning import pin, timing_cpu
 from posref.grading.speed.timing import TimedElsewhere
 from posref.grading.watch import Ran
@@ -62,21 +62,11 @@ SHARED_BYTES = 32 * 2**20  # the shared buffer of timed rounds (pages are alloca
 EXIT_GRACE = 2.0  # seconds a child whose pipe broke has to end by itself before it is killed
 
 
-class ChildFailed(Exception):
-    """The child process ended, hung or answered something unreadable; ``reason`` says which, in words."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-    @property
-    def reported_as(self) -> str:
-        """What the student's function did, as it follows "your function " in a message."""
-        return _("gave nothing back: {reason}").format(reason=self.reason)
-
-
-class BudgetSpent(ChildFailed):
-    """The notebook's whole grading time (``Child.deadline``) ran out: no cell is to blame."""
+def _raised(reply: dict) -> StudentError:
+    """The ``StudentError`` of a child's error reply: its text and the names of its exception's classes."""
+    types = reply.get("types")
+    types = tuple(student_text(t) for t in types[:20]) if type(types) is list else ()
+    return StudentError(student_text(reply["error"]), types=types)
 
 
 class Child:
@@ -280,7 +270,7 @@ class Child:
             if budget:
                 raise BudgetSpent(_("the time for grading this notebook ran out")) from None
             raise ChildFailed(
-                _("no answer within {timeout:g} s ({hung})").format(timeout=timeout, hung=_(hung))
+                _("no answer within {timeout:g} s ({hung})").format(timeout=timeout, hung=_(hung)), hung=True
             ) from None
         except EOFError:
             self.process.wait()
@@ -328,9 +318,7 @@ class Child:
                     ran.through[student_text(what)] = student_text(function)
                 ran.note(student_text(what))
         if "error" in reply:
-            types = reply.get("types")
-            types = tuple(student_text(t) for t in types[:20]) if type(types) is list else ()
-            raise StudentError(student_text(reply["error"]), types=types)
+            raise _raised(reply)
         result = reply.get("ok")
         if type(result) is dict and "__unreadable__" in result:
             what = student_text(result["__unreadable__"])
@@ -393,7 +381,7 @@ class Child:
             ended = measured()
         wall, used, calls = ended
         if "error" in reply:
-            raise StudentError(student_text(reply["error"]))
+            raise _raised(reply)
         done = reply.get("done")
         if type(done) is not int or not max(1, calls) <= done <= max_calls:
             raise StudentError(
@@ -401,6 +389,7 @@ class Child:
                     done=student_text(repr(done)), most=max_calls
                 ),
                 raised=False,
+                kind="timed-result",
             )
         spent = (
             (used if used > 0 else wall) * done / (calls or done)
@@ -466,7 +455,9 @@ class RemoteFunction(TimedElsewhere):
         result = self.child.call(self.__name__, args, kwargs, watch=self.watch, ran=self.ran)
         if self.ran:  # the check stops here: the grader's message says what ran (autograder.grading.record)
             raise StudentError(
-                _("ran {name}, which its notebook's rules forbid").format(name=self.ran[0]), raised=False
+                _("ran {name}, which its notebook's rules forbid").format(name=self.ran[0]),
+                raised=False,
+                kind="rule",
             )
         self.answered += 1
         return result

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 
 from posref.grading.cases import Draw
-from posref.grading.report import CheckFailed
+from posref.grading.failure import Cause, CheckFailed
 from posref.grading.rules import enforce_rules
 from posref.grading.speed import budgets
 from posref.grading.speed.check import SpeedCheck, speed_check
@@ -88,7 +88,8 @@ def _float32_table(fn: Callable[..., torch.Tensor]) -> None:
                 "sinusoidal_pe's speed is timed on the float32 table on the CPU, as the exercise asks for it; yours "
                 "returned {dtype} on {device}. Build the angles in float32 (dtype=torch.float32), or add .float() "
                 "at the end."
-            ).format(dtype=out.dtype, device=out.device)
+            ).format(dtype=out.dtype, device=out.device),
+            cause=Cause("dtype" if out.dtype != torch.float32 else "device"),
         )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from posref.grading.cases import Draw, resolve_device
+from posref.grading.failure import Cause
 from posref.grading.report import Case, CheckFailed, first_difference
 from posref.grading.speed.budgets import Budget
 from posref.grading.speed.timing import Chain, Round, Timing, speed_ratio, verify_timed_outputs, within_budget
@@ -139,7 +140,8 @@ class SpeedCheck:
                 _(
                     "not timed: {name} fails its correctness check on the hidden cases (a speed point is for a "
                     "correct function):\n{failure}"
-                ).format(name=self.name, failure=failure)
+                ).format(name=self.name, failure=failure),
+                cause=Cause("not-timed"),
             ) from None
 
 

@@ -34,7 +34,8 @@ from typing import Any
 import torch
 
 from posref.grading.difference import difference
-from posref.grading.report import CheckFailed, StudentError, private_copy
+from posref.grading.failure import Cause, CheckFailed, StudentError
+from posref.grading.report import private_copy
 from posref.grading.speed.links import ALIGN, run_calls, starts, weights_at
 from posref.i18n import _
 
@@ -177,7 +178,9 @@ def run_chain(
     def check(y: Any) -> None:
         problem = chain_output_problem(y, like)
         if problem is not None:
-            raise StudentError(_("{problem} while being timed").format(problem=problem), raised=False)
+            raise StudentError(
+                _("{problem} while being timed").format(problem=problem), raised=False, kind="timed-result"
+            )
 
     synchronize(device)
     start = _clock()
@@ -382,7 +385,8 @@ def _verify_round(
                 "previous call's output ({chained}), {where}\n  Every call must compute its own result: a function "
                 "that skips calls, remembers answers, changes what it does on repeated calls or returns a tensor it "
                 "did not fill is not fast, it is wrong."
-            ).format(name=name, number=number, calls=timed.calls, chained=_(chained), where=where)
+            ).format(name=name, number=number, calls=timed.calls, chained=_(chained), where=where),
+            cause=Cause("timed-result"),
         )
 
     def compare(i: int, theirs: float, size: float) -> None:
@@ -436,7 +440,8 @@ def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]]
                 inputs=_(inputs),
                 shape=tuple(budget.shape),
             )
-            + f"{provisional} {_(advice)}"
+            + f"{provisional} {_(advice)}",
+            cause=Cause("slow"),
         )
     return timing.ratio
 

@@ -1,0 +1,95 @@
+"""The HTML page of ``python -m autograder similar`` (``similar.Similarity``): the pairs from the threshold, most
+alike first, each with both cells side by side and their matching slices marked. The code is the students' and is
+shown as escaped text in ``<pre>``: nothing of it runs, nothing of it is markup."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from markupsafe import Markup
+
+from autograder.analysis import plots
+from autograder.analysis.items import histogram
+from autograder.analysis.page import document, table, text
+from autograder.analysis.similar import MAX_SHOWN, MIN_TOKENS, Pair, Similarity
+
+SHOWN_CHARACTERS = 20_000  # of one cell on the page (a cell is at most similar.MAX_CELL)
+
+
+def marked(source: str, spans: list[tuple[int, int]]) -> Markup:
+    """``source`` as escaped text with each of ``spans`` in ``<mark>``."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        start, end = max(start, at), min(end, SHOWN_CHARACTERS)
+        if start >= end:
+            continue
+        out += [text(source[at:start]), Markup("<mark>"), text(source[start:end]), Markup("</mark>")]
+        at = end
+    out.append(text(source[at:SHOWN_CHARACTERS]))
+    if len(source) > SHOWN_CHARACTERS:
+        out.append(text(f"\n[... {len(source) - SHOWN_CHARACTERS} more characters]"))
+    return Markup("").join(out)
+
+
+def _pair(result: Similarity, pair: Pair) -> Markup:
+    sides = []
+    for who, spans, share, size in ((pair.a, pair.slices[0], pair.share_a, pair.tokens_a),
+                                    (pair.b, pair.slices[1], pair.share_b, pair.tokens_b)):  # fmt: skip
+        source = result.sources.get((pair.notebook, pair.cell, who), "")
+        sides.append(Markup("<div><b>") + text(who) + Markup("</b> ") +
+                     text(f"({100 * share:.0f}% of its {size} tokens matched)") +
+                     Markup("<pre>") + marked(source, spans) + Markup("</pre></div>"))  # fmt: skip
+    head = text(f"{pair.similarity:.2f}  {pair.cell}: {pair.a} ~ {pair.b}")
+    return (
+        Markup("<details open><summary>")
+        + head
+        + Markup("</summary><div class=pair>")
+        + sides[0]
+        + sides[1]
+        + Markup("</div></details>")
+    )
+
+
+def page(result: Similarity) -> str:
+    flagged = result.flagged
+    body: list = [
+        Markup(
+            f"<p>{len(result.pairs)} pair(s) scored over {len(result.cells)} answer cell(s); "
+            f"{len(flagged)} from the threshold {result.threshold:g}, most alike first"
+            f"{f' (the first {MAX_SHOWN} shown)' if len(flagged) > MAX_SHOWN else ''}.</p>"
+        ),  # fmt: skip
+        Markup(
+            "<p class=note>Similarity: the share of both cells' own tokens that the other holds too, from "
+            "fingerprints of 12 tokens within a statement (copydetect's winnowing), with names, comments, "
+            "docstrings and layout not counted and the released stub left out. [solutions] is the published "
+            f"solution. A cell with fewer than {MIN_TOKENS} tokens of its own is too small to judge. A high "
+            "score is a reason to look, not a verdict.</p>"
+        ),  # fmt: skip
+    ]
+    if result.pairs:
+        body.append(plots.histogram(histogram([p.similarity for p in result.pairs], 1.0, 20),
+                                    "every pair scored", "similarity", "pairs"))  # fmt: skip
+    body.append(Markup("<h2>Answer cells</h2>"))
+    by_cell = Counter((p.notebook, p.cell) for p in result.pairs)
+    top = {}
+    for p in result.pairs:
+        top[(p.notebook, p.cell)] = max(top.get((p.notebook, p.cell), 0.0), p.similarity)
+    rows = [
+        [nb, cell, own, by_cell[(nb, cell)], f"{top.get((nb, cell), 0.0):.2f}"]
+        for nb, cell, own in result.cells
+    ]
+    body.append(table(["notebook", "answer cell", "solution's own tokens", "pairs scored", "highest"], rows,
+                      numeric=(2, 3, 4)))  # fmt: skip
+    body.append(Markup("<h2>Pairs from the threshold</h2>"))
+    body += [_pair(result, p) for p in flagged[:MAX_SHOWN]] or [text("None.")]
+    body.append(Markup("<h2>Not judged</h2>"))
+    small = [[who, f"{nb}: {cell}", own] for nb, cell, who, own in result.too_small]
+    body.append(Markup(f"<h3>Too small to judge (under {MIN_TOKENS} tokens of their own)</h3>"))
+    body.append(table(["who", "cell", "own tokens"], small, numeric=(2,)) if small else text("None."))
+    body.append(Markup("<h3>Not read or not compared</h3>"))
+    body.append(table(["who", "notebook", "why"], result.problems) if result.problems else text("None."))
+    unchanged = Counter((nb, cell) for nb, cell, who in result.unchanged if not who.startswith("["))
+    body.append(Markup("<h3>Left as released (similarity 0 with everyone)</h3>"))
+    body.append(table(["cell", "students"], [[f"{nb}: {c}", n] for (nb, c), n in unchanged.items()], numeric=(1,))
+                if unchanged else text("None."))  # fmt: skip
+    return document(f"{result.assignment}: similar answers", body)

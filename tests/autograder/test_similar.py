@@ -1,0 +1,234 @@
+"""``python -m autograder similar`` (issue 40.3, 40.4, 40.5) on a class made for it, in every notebook: two disguised
+copies of the published solution (names renamed, comments rewritten, blank lines moved, independent statements
+reordered: ``disguise.py``), independent correct answers written the way a student writes them
+(``tests/grading/student_impls*.py``), a disguised copy of a classmate's, the untouched release, and hostile
+notebooks (a huge cell, bytes that are not UTF-8, markup in the code, a notebook that is not one). Nothing is graded:
+``similar`` reads the notebooks as JSON and never runs them.
+
+Disguised copies score at least 0.9, independent answers at most 0.3 in every answer cell large enough to judge but
+three that are one formula written out (``CONVERGENT``: there independent answers share the formula's statements and
+reach 0.41 to 0.67), all of them below the page's default threshold; the untouched release 0; each hostile notebook costs only its own row. The separation measured per notebook is
+printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import independent_answers as ia
+import pytest
+import synthetic_class as sc
+from course_helpers import run_command
+from disguise import disguised
+
+from autograder.analysis.similar import CSV_FIELDS, MIN_TOKENS, SOLUTION, THRESHOLD, similar
+from autograder.course import REPO
+from posref import grading
+from posref.grading.checks.lab import check_alibi_handler
+
+ASSIGNMENTS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
+s = sc.s
+lab = sc.load_impls("student_impls_lab")
+RoPEHandlerComplex = lab.RoPEComplex
+# answer cells that are one formula written out: independent correct answers share its statements (the split of x
+# into its two halves; the ramp of Llama 3.1's rule and its blend; Dynamic NTK's length), and score above 0.3 against
+# the solution (measured: 0.64, 0.67, 0.41); the bound each is held to here
+CONVERGENT = {"pair_norms": 0.65, "llama3_frequencies": 0.7, "dynamic_ntk_frequencies": 0.45}
+# answer cell -> independent correct answers (their names are the notebook's once put in the cell)
+INDEPENDENT = {
+    "attention": [s.attention_loops, s.attention_einsum],
+    "equivariance_error": [s.equivariance_error_einsum],
+    "LearnedPositions": [s.LearnedPositionsChecked],
+    "sinusoidal_pe": [s.sinusoidal_pe_exp_log, s.sinusoidal_pe_loops],
+    "shift_matrix": [s.shift_matrix_from_tables],
+    "alibi_bias": [s.alibi_bias_loops],
+    "t5_bucket": [s.t5_bucket_hf_style],
+    "t5_learned_bias": [s.t5_learned_bias_loops, s.t5_learned_bias_embedding],
+    "rope_cos_sin": [s.rope_cos_sin_float64],
+    "apply_rope": [s.apply_rope_complex, s.apply_rope_rotate_half],
+    "rope_scores": [s.rope_scores_complex],
+    "per_position_loss": [lab.per_position_loss_logsumexp, lab.per_position_loss_float32],
+    "yarn_frequencies": [lab.yarn_paper_loop],
+    "longrope_mutation": [s.longrope_mutation_loop],
+    "causal_mean": [lab.causal_mean_tril],
+    "alibi_slopes": [ia.alibi_slopes_halving, s.alibi_slopes_geometric],
+    "rotations_from_step": [ia.rotations_from_step_powers],
+    "score_by_distance": [ia.score_by_distance_rotated],
+    "pair_norms": [ia.pair_norms_hypot],
+    "p_rope": [ia.p_rope_threshold],
+    "ntk_pair_factor": [ia.ntk_pair_factor_loop],
+    "ntk_by_parts_frequencies": [ia.ntk_by_parts_loop],
+    "llama3_frequencies": [ia.llama3_loop],
+    "dynamic_ntk_frequencies": [ia.dynamic_ntk_direct],
+    "rope_handler": [RoPEHandlerComplex],
+    "alibi_handler": [ia.ALiBiWithOwnSlopes],
+}
+# the checker of each answer written for this test (independent_answers.py): they are correct answers
+CHECKED = [
+    (grading.check_alibi_slopes, ia.alibi_slopes_halving),
+    (grading.check_rotations_from_step, ia.rotations_from_step_powers),
+    (grading.check_score_by_distance, ia.score_by_distance_rotated),
+    (grading.check_pair_norms, ia.pair_norms_hypot),
+    (grading.check_p_rope, ia.p_rope_threshold),
+    (grading.check_ntk_pair_factor, ia.ntk_pair_factor_loop),
+    (grading.check_rope_frequencies_ntk_by_parts, ia.ntk_by_parts_loop),
+    (grading.check_rope_frequencies_llama3, ia.llama3_loop),
+    (grading.check_rope_frequencies_dynamic, ia.dynamic_ntk_direct),
+    (check_alibi_handler, lab.alibi_attention(ia.ALiBiWithOwnSlopes)),
+]
+# what an earlier answer cell of the notebook defines, which an answer calls instead of its own copy
+GIVEN = {"t5_bucket_hf_style": "t5_bucket", "apply_rope_complex": "apply_rope"}
+# markup in a comment and in a string that is a whole statement: neither counts, both are shown as text
+HOSTILE = "# <script>fetch('/pwned/1')</script>\n'<img src=x onerror=alert(1)>'\n"
+# a line that is no Python (the quotes nest wrongly): the rest of the cell still counts as written
+BROKEN = "'<img src=x onerror=\"fetch('/pwned/2')\">'\n"
+# two answers of one author on one skeleton (the layouts' slicing): not independent of each other, each of the
+# solution
+SAME_AUTHOR = {"apply_rope"}
+
+
+def _cells(nb: dict) -> dict[str, dict]:
+    return {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
+            if c["cell_type"] == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")}  # fmt: skip
+
+
+def _name(cell: dict) -> str:
+    """The function or class an answer cell defines last (what the notebook asks for)."""
+    import ast
+
+    return [n.name for n in ast.parse(cell["source"]).body if isinstance(n, ast.FunctionDef | ast.ClassDef)][
+        -1
+    ]
+
+
+def _class(assignment: str) -> dict[str, dict | bytes]:
+    """student -> notebook (JSON, or raw bytes) of ``assignment``."""
+    solution, release = sc.solution(assignment, "en"), sc.release(assignment, "en")
+    out = {}
+    for student, salt in (("copy-a", "a"), ("copy-b", "bb")):
+        nb = json.loads(json.dumps(solution))
+        for cell in _cells(nb).values():
+            cell["source"] = disguised(cell["source"], salt)
+        out[student] = nb
+    for k in (0, 1):
+        nb = json.loads(json.dumps(release))
+        for grade_id, cell in _cells(nb).items():
+            answers = INDEPENDENT.get(grade_id, [])
+            if k < len(answers):
+                cell["source"] = sc.answer(answers[k], _name(_cells(solution)[grade_id]), GIVEN)
+        out[f"indep{k + 1}"] = nb
+    classmate = json.loads(json.dumps(out["indep1"]))
+    for cell in _cells(classmate).values():
+        cell["source"] = disguised(cell["source"], "cm")
+    out["classmate"] = classmate
+    out["release"] = release
+    huge = json.loads(json.dumps(solution))
+    first = next(iter(_cells(huge).values()))
+    first["source"] = "x = 1\n" * 20_000
+    out["huge"] = huge
+    marked = json.loads(json.dumps(solution))
+    for cell in _cells(marked).values():
+        cell["source"] = HOSTILE + cell["source"]
+    out["markup"] = marked
+    broken = json.loads(json.dumps(solution))
+    for cell in _cells(broken).values():
+        cell["source"] = BROKEN + cell["source"]
+    out["broken"] = broken
+    out["odd-bytes"] = json.dumps(solution).encode()[:5000] + b"\xff\xfe\x00<script>"
+    out["not-a-notebook"] = json.dumps({"cells": {"<b>": 1}}).encode()
+    return out
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("similar")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POSREF_COURSE_DIR", str(folder))
+        mp.delenv("POSREF_RELEASE_DIR", raising=False)  # the checkout's notebooks/
+        for assignment in ASSIGNMENTS:
+            for student, nb in _class(assignment).items():
+                target = folder / "submitted" / student / assignment / f"{assignment}.ipynb"
+                target.parent.mkdir(parents=True)
+                target.write_bytes(nb if isinstance(nb, bytes) else json.dumps(nb).encode())
+        yield folder
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _score(result, a: str, b: str, cell: str) -> float | None:
+    for p in result.pairs:
+        if p.cell == cell and {p.a, p.b} == {a, b}:
+            return p.similarity
+    return None
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_disguised_copies_score_high_independent_answers_low_and_the_release_nothing(course, assignment):
+    result = similar(assignment)
+    judged = [(nb, cell) for nb, cell, own in result.cells if own >= MIN_TOKENS]
+    copies, independent = [], []
+    for _nb, cell in judged:
+        for a, b in (("copy-a", SOLUTION), ("copy-b", SOLUTION), ("copy-a", "copy-b")):
+            copies.append((_score(result, a, b, cell), cell, a, b))
+        assert INDEPENDENT.get(cell), f"{cell} is large enough to judge: it needs an independent answer here"
+        copies.append((_score(result, "classmate", "indep1", cell), cell, "classmate", "indep1"))
+        others = [] if cell in SAME_AUTHOR else [("indep1", "indep2")]
+        for a, b in (("indep1", SOLUTION), ("indep2", SOLUTION), *others):
+            score = _score(result, a, b, cell)
+            if score is not None:  # a second answer where the notebook's cell has one; else the stub
+                independent.append((score, cell, a, b))
+        for p in result.pairs:
+            if p.cell == cell and "release" in (p.a, p.b):
+                assert p.similarity == 0.0, p
+    low_copy, high_independent = min(copies), max(independent)
+    print(f"{assignment}: {len(judged)} of {len(result.cells)} answer cells large enough to judge; disguised copies "
+          f">= {low_copy[0]:.2f} ({low_copy[1]}), independent answers <= {high_independent[0]:.2f} "
+          f"({high_independent[1]})")  # fmt: skip
+    assert all(score is not None and score >= 0.9 for score, *_ in copies), [
+        c for c in copies if not c[0] or c[0] < 0.9
+    ]
+    assert all(score <= CONVERGENT.get(cell, 0.3) for score, cell, *_ in independent), [
+        c for c in independent if c[0] > CONVERGENT.get(c[1], 0.3)
+    ]
+    assert high_independent[0] < THRESHOLD <= low_copy[0]  # the page's default threshold separates them
+    # the hostile notebooks cost their own rows only
+    problems = {who: why for who, _nb, why in result.problems}
+    assert "odd-bytes" in problems and "not-a-notebook" in problems, problems
+    assert any(who == "huge" and "not compared" in why for who, _nb, why in result.problems)
+    for _nb, cell in judged:
+        assert _score(result, "markup", SOLUTION, cell) >= 0.9  # its markup is a comment and a string
+        assert _score(result, "broken", SOLUTION, cell) >= 0.9, cell  # one broken line costs that line only
+
+
+def test_the_command_writes_every_pair_and_a_page_that_is_text(course, tmp_path):
+    done = run_command("similar", "02_absolute", "--csv", str(tmp_path / "similar.csv"), "--threshold", "0.5")
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "similar.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == CSV_FIELDS and CSV_FIELDS[:4] == ["cell", "student_a", "student_b", "similarity"]
+    assert all(0 <= float(r["similarity"]) <= 1 for r in rows)
+    pairs = {(r["cell"], r["student_a"], r["student_b"]) for r in rows}
+    assert ("sinusoidal_pe", "copy-a", "copy-b") in pairs and ("sinusoidal_pe", "copy-a", SOLUTION) in pairs
+    page = (course / "reports" / "02_absolute-similar.html").read_text()
+    assert "<script" not in page.lower().replace("&lt;script", "")
+    assert "&lt;script&gt;fetch(&#39;/pwned/1&#39;)&lt;/script&gt;" in page  # the student's markup, as text
+    assert "<mark>" in page and "<pre>" in page
+
+
+def test_an_earlier_terms_submissions_are_references(course, tmp_path):
+    earlier = tmp_path / "earlier"
+    (earlier / "zoe" / "01_order").mkdir(parents=True)
+    shutil.copy(course / "submitted" / "copy-a" / "01_order" / "01_order.ipynb", earlier / "zoe" / "01_order")
+    result = similar("01_order", earlier=[earlier])
+    score = _score(result, "copy-b", "[earlier 1] zoe", "attention")
+    assert score is not None and score >= 0.9
+    assert (
+        _score(result, "[earlier 1] zoe", SOLUTION, "attention") is None
+    )  # references are not compared together
+
+
+@pytest.mark.parametrize(("check", "fn"), CHECKED, ids=[fn.__name__ for _, fn in CHECKED])
+def test_the_answers_written_for_this_test_are_correct(check, fn):
+    for hidden in (False, True):
+        check(fn, hidden=hidden)
