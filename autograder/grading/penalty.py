@@ -96,7 +96,7 @@ def penalise(submission: Submission, notebooks: list[dict], in_gradebook: bool, 
     ``seconds_late`` and the ``due`` date they were counted against (ISO, None: none)."""
     return _penalise(
         config, submission.assignment, submission.student, submission.submitted, submission.extension,
-        submission.due, notebooks, in_gradebook,
+        submission.due, submission.seconds_late, notebooks, in_gradebook,
     )  # fmt: skip
 
 
@@ -107,10 +107,10 @@ def _penalise(
     submitted: datetime | None,
     extended: timedelta | None,
     due: datetime | None,
+    seconds: float,
     notebooks: list[dict],
     in_gradebook: bool,
 ) -> dict:
-    seconds = late.seconds_late(submitted, due)
     graded = [Path(r["notebook"]).stem for r in notebooks if r["status"] == "graded"]
     # run again even when on time: a penalty stored before an extension was granted is taken back
     stored = (
@@ -165,10 +165,10 @@ def reassess(assignment: str, student: str) -> tuple[dict[str, float | None], di
     submitted = None if record.get("submitted") is None else datetime.fromisoformat(record["submitted"])
     extended = extensions.extension(course.course_dir(), assignment, student)
     due = extensions.due_for(late.due_date(assignment), extended)
+    seconds = late.seconds_late(submitted, due)
+    config, notebooks = course.config(), record["notebooks"]
     record.update(
-        _penalise(
-            course.config(), assignment, student, submitted, extended, due, record["notebooks"], in_gradebook
-        )
+        _penalise(config, assignment, student, submitted, extended, due, seconds, notebooks, in_gradebook)
     )
     course.replace_file(path, json.dumps(record, indent=1).encode())
     return before, record
