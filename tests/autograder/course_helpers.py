@@ -1,5 +1,5 @@
-"""What the autograder's tests share: the sandbox marker, an unsandboxed child, a gradebook without alembic, and a
-class of the demo assignment handing in submissions of a test's own."""
+"""What the autograder's tests share: the sandbox marker, an unsandboxed child, a Dask cluster in the test's process,
+a gradebook without alembic, and a class of the demo assignment handing in submissions of a test's own."""
 
 from __future__ import annotations
 
@@ -36,6 +36,21 @@ def plain_child(code: str, **options):
         yield child
     finally:
         child.close()
+
+
+@contextmanager
+def in_process_cluster(scratch: Path):
+    """A Dask scheduler and one worker thread in this process (what a test injects here reaches the worker's
+    task), its scratch in ``scratch`` (not ``$TMPDIR/dask-scratch-space``, which outlives the test): the scheduler's
+    address."""
+    import dask
+    from distributed import LocalCluster
+
+    with (
+        dask.config.set({"temporary-directory": str(scratch)}),
+        LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster,
+    ):
+        yield cluster.scheduler_address
 
 
 FIND_PIPE = """

@@ -14,8 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from course_helpers import gradebook_copy
-from distributed import LocalCluster
+from course_helpers import gradebook_copy, in_process_cluster
 
 from autograder.grading import grade, worker
 from autograder.intake import late
@@ -31,10 +30,10 @@ class NbgraderFails:
 
 
 @pytest.fixture(scope="module")
-def threads_cluster():
+def threads_cluster(tmp_path_factory):
     """A scheduler and one worker thread in this process: a test's stand-in for the worker's task reaches it."""
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+    with in_process_cluster(tmp_path_factory.mktemp("dask")) as address:
+        yield address
 
 
 def _course(tmp_path, monkeypatch, empty_gradebook, students=("alice",)):

@@ -18,8 +18,7 @@ import re
 from pathlib import Path
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, run_command
-from distributed import LocalCluster
+from course_helpers import hand_in, in_process_cluster, needs_bwrap, plain_child, run_command
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import PE, ROPE
@@ -181,11 +180,11 @@ def test_without_the_refused_calls_the_next_child_finds_what_the_last_one_left(t
 
 
 @pytest.fixture(scope="module")
-def in_process_worker():
+def in_process_worker(tmp_path_factory):
     """A Dask scheduler and one worker thread in this process: every student is graded by the same worker, so by
     children of the same fork server, one after the other."""
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+    with in_process_cluster(tmp_path_factory.mktemp("dask")) as address:
+        yield address
 
 
 @needs_bwrap

@@ -21,8 +21,7 @@ import os
 import signal
 
 import pytest
-from course_helpers import hand_in, needs_bwrap, plain_child, run_command
-from distributed import LocalCluster
+from course_helpers import hand_in, in_process_cluster, needs_bwrap, plain_child, run_command
 from nbgrader.api import Gradebook
 
 from autograder.demo.submissions import PE, ROPE
@@ -38,10 +37,10 @@ XCPU = "killed by signal 24 (CPU time limit)"
 
 
 @pytest.fixture(scope="module")
-def in_process_worker():
+def in_process_worker(tmp_path_factory):
     """A Dask scheduler and one worker thread in this process: the faults injected here reach its grading."""
-    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+    with in_process_cluster(tmp_path_factory.mktemp("dask")) as address:
+        yield address
 
 
 @pytest.fixture
