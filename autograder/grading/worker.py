@@ -4,8 +4,10 @@ A worker (a process of a Dask cluster: local, or on other machines through ``--s
 notebooks of one assignment and the files of one student's submission, grades each notebook in its own
 bubblewrap sandboxes (``record.grade_notebook``) and returns the records as plain data. It never sees the
 course folder (no gradebook, no other student, no records) and writes nothing but a temporary folder of its own
-for each student (the submission's files, the children's scratch), removed when that student is graded; the
-instructor's process writes the gradebook, the records and the notebooks.
+for each student (the submission's files, the children's scratch), removed when that student is graded, and made
+in the Dask worker's own folder (``_worker_folder``), so that a worker killed in the middle of a student leaves
+it there, where it goes with the cluster, and not in the machine's temporary folder; the instructor's process
+writes the gradebook, the records and the notebooks.
 
 A worker process keeps one ``Sandbox`` for its whole life (its fork server and speed checks' reference child live as
 long as the process, in no folder of the host's) with its own unprivileged uid when root: 62001, 62002, … held by
@@ -73,6 +75,19 @@ def _safe_path(root: Path, name: str) -> Path:
     return root.joinpath(*parts)
 
 
+def _worker_folder() -> str | None:
+    """The folder of the Dask worker this task runs in (``local_directory``): the local cluster's and the loopback
+    cluster's are inside a folder of the run's own, removed when the cluster stops; a ``dask worker`` of another
+    machine removes its own when it closes, and a dead worker's is removed by the next worker started there. None
+    outside a worker (the system's temporary folder)."""
+    from distributed import get_worker
+
+    try:
+        return get_worker().local_directory
+    except ValueError:  # not in a worker's task
+        return None
+
+
 def score_student(
     sources: dict[str, bytes], files: dict[str, bytes], cell_timeout: float, notebook_timeout: float
 ) -> dict:
@@ -85,7 +100,7 @@ def score_student(
     # core, and a second thread each made torch's small operations several times slower under that load
     torch.set_num_threads(1)
     sandbox = _sandbox()
-    with tempfile.TemporaryDirectory(prefix="posref-submission-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="posref-submission-", dir=_worker_folder()) as tmp:
         source_dir, submission, scratch_base = (
             Path(tmp) / "source",
             Path(tmp) / "submission",

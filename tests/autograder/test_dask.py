@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 import threading
 import time
 
@@ -77,6 +78,10 @@ def test_a_class_graded_over_dask_gets_what_a_local_run_gives_although_a_worker_
 ):
     students = {"ann": "correct", "ben": "partial", "cat": "exit", "dan": "corrupt"}
     course = _class(released_demo, tmp_path, monkeypatch, students)
+    temporary = tmp_path / "tmp"  # the system's temporary folder of this test and of every process it starts
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     local = {r["student"]: r for r in autograde("positions", workers=2, cell_timeout=CELL_TIMEOUT)}
     assert sorted(local) == sorted(students)
     assert [local[s]["notebooks"][0]["score"] for s in sorted(students)] == [6.0, 2.0, 4.0, None]
@@ -98,6 +103,8 @@ def test_a_class_graded_over_dask_gets_what_a_local_run_gives_although_a_worker_
         assert _read(remote[student]) == _read(local[student]), student
     records = course / "records" / "positions"
     assert sorted(p.stem for p in records.glob("*.json")) == sorted(students)
+    # the killed worker's student folder went with the cluster's (it stayed in the temporary folder: issue 35.4)
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def test_a_scheduler_that_goes_away_ends_the_run_and_the_next_run_grades_the_rest(
