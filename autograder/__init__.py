@@ -5,7 +5,8 @@ rooms share), ``nbgrader_config.py`` (nbgrader's configuration, executed by path
 ``calibrate.py`` (the measuring tools, ``python -m autograder.benchmark`` / ``.calibrate``). The rooms, each a
 folder whose ``__init__`` says what it owns and imports, the arrows going one way (tests/test_layers.py):
 
-    intake, sandbox, editions, pages  ->  course
+    intake, sandbox, editions         ->  course
+    pages                             ->  course, editions
     release                           ->  course, editions, intake
     grading                           ->  course, intake, sandbox, editions
     analysis                          ->  course, editions, grading
