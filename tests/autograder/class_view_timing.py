@@ -1,11 +1,14 @@
-"""How long ``python -m autograder similar`` takes on a class of 100 students, and its peak memory
+"""How long ``python -m autograder similar`` and ``stats`` take on a class of 100 students, and their peak memory
 (issue 40.4). A measurement, not a test (timings depend on the machine and its load); run it by hand:
 
     python tests/autograder/class_view_timing.py similar [--students 100]
+    python tests/autograder/class_view_timing.py stats --course GRADED_COURSE [--students 100]
 
 ``similar``: a course of ``--students`` students in every notebook of ``solutions/``, each answer cell of each
 student one of: a disguised copy of the solution, a disguised copy of an independent answer (``test_similar.py``'s),
-the release's stub, so that every kind of pair occurs; then ``similar`` on each assignment, one command each. Each
+the release's stub, so that every kind of pair occurs; then ``similar`` on each assignment, one command each.
+``stats``: the students of a course already graded (``test_class_stats.py``'s, left in pytest's temporary folder)
+copied under new ids (their records saying so) up to ``--students``; then ``stats`` on each of its assignments. Each
 command runs in its own process: its wall time, CPU time and peak resident memory (of the child) are printed.
 """
 
@@ -66,16 +69,42 @@ def similar_class(folder: Path, students: int) -> list[str]:
     return assignments
 
 
+def stats_class(folder: Path, graded: Path, students: int) -> list[str]:
+    assignments = sorted(p.name for p in (graded / "records").iterdir())
+    shutil.copytree(graded, folder, dirs_exist_ok=True, symlinks=True)
+    originals = sorted(p.stem for p in (graded / "records" / assignments[0]).glob("*.json"))
+    for k in range(students - len(originals)):
+        source, copy = originals[k % len(originals)], f"copy{k:03d}"
+        for assignment in assignments:
+            if (graded / "submitted" / source / assignment).is_dir():
+                shutil.copytree(
+                    graded / "submitted" / source / assignment, folder / "submitted" / copy / assignment
+                )
+            record = graded / "records" / assignment / f"{source}.json"
+            if record.is_file():
+                data = json.loads(record.read_text())
+                data["student"] = copy
+                (folder / "records" / assignment / f"{copy}.json").write_text(json.dumps(data))
+    return assignments
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["similar"])
+    parser.add_argument("command", choices=["similar", "stats"])
+    parser.add_argument("--course", type=Path, help="stats: a graded course folder")
     parser.add_argument("--students", type=int, default=100)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="class-view-"))
     try:
         env = {**os.environ, "POSREF_COURSE_DIR": str(folder), "PYTHONPATH": str(REPO)}
         env.pop("POSREF_RELEASE_DIR", None)
-        assignments = similar_class(folder, args.students)
+        if args.command == "similar":
+            assignments = similar_class(folder, args.students)
+        elif args.course is None:
+            raise SystemExit("stats needs --course: a graded course folder (test_class_stats.py's)")
+        else:
+            assignments = stats_class(folder, args.course, args.students)
+            env["POSREF_RELEASE_DIR"] = str(args.course / "release")
         total = total_cpu = 0.0
         for assignment in assignments:
             seconds, cpu, peak, text = _timed(
