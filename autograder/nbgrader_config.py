@@ -103,6 +103,10 @@ c.CourseDirectory.course_id = "posref"
 # must be the student id its name claims, and its time is the kernel's (autograder/intake/exchange.py); nbgrader's
 # own collect took any claimed id, logging "cheating attempt?", and the student's own claimed time
 c.ExchangeFactory.collect = "autograder.intake.exchange.CollectOwnSubmissions"
+# Releasing to the exchange releases every edition: the English release in outbound/ as nbgrader does, each edition's
+# (checked to be graded as the English one) in <exchange>/posref/editions/<tag>/, which a student's Fetch takes in
+# the student's edition (autograder/release/exchange.py, posref_jupyter/exchange.py)
+c.ExchangeFactory.release_assignment = "autograder.release.exchange.ReleaseEditions"
 # Stubs raise until the student fills them in; released notebooks never carry outputs.
 STUB_MESSAGE = "not done yet: replace this line with your code and run its cell again"
 c.ClearSolutions.code_stub = {"python": f'# YOUR CODE HERE\nraise NotImplementedError("{STUB_MESSAGE}")'}

@@ -2,9 +2,9 @@
 words of the score of record's feedback) and their catalogs, ``posref/locale/<lang>/posref.po`` (see
 ``posref.i18n`` for how they are read).
 
-``extract`` finds every message in the source of posref and of the autograder: the string literal given to
-``_(...)`` or ``N_(...)`` (an AST walk; an f-string or an expression there is an error, since the English text is
-the key of its translation). An entry names the files it is said in, not their lines, so that moving code does not
+``extract`` finds every message in the source of posref, of its Jupyter side (``posref_jupyter``) and of the
+autograder: the string literal given to ``_(...)`` or ``N_(...)`` (an AST walk; an f-string or an expression there
+is an error, since the English text is the key of its translation). An entry names the files it is said in, not their lines, so that moving code does not
 touch the catalogs.
 ``update`` brings a catalog in step with the source the way ``msgmerge`` does: a new message is added untranslated
 (or, when an obsolete one reads almost the same, fuzzy with the old translation and the old English beside it,
@@ -30,7 +30,7 @@ import posref
 from posref.i18n import LANGUAGES, catalog_path
 
 ROOT = Path(posref.__file__).resolve().parents[1]
-SOURCES = ("posref", "autograder")
+SOURCES = ("posref", "posref_jupyter", "autograder")
 MARKERS = ("_", "N_")
 SIMILAR = 0.8  # difflib ratio above which a new message is taken for an edit of an obsolete one
 

@@ -6,8 +6,9 @@ hub course ``posref``.
 
 Through the hub: the instructor (never root: every command runs as their Unix user, as in a terminal of their hub
 server) releases 01_order; student ``a`` logs in in Chromium and fetches, validates and submits in the Assignment
-List; student ``b`` (the zh-TW edition) does the same through the Assignment List's HTTP API with a token of
-their own, with a JupyterLab checkpoint beside the notebook, then hands in a stub claiming to be ``a`` (nbgrader's
+List; student ``b``, whose server the hub starts in the zh-TW edition, fetches the zh-TW release (the instructor's
+one release puts every edition in the exchange: autograder/release/exchange.py) and does the same through the
+Assignment List's HTTP API with a token of their own, with a JupyterLab checkpoint beside the notebook, then hands in a stub claiming to be ``a`` (nbgrader's
 ``submit --student``, as from a terminal); the instructor collects (the forged one refused), grades (the score of
 record), writes and releases feedback; each student fetches feedback and gets their own page, which typesets its
 formulas in a browser that can load nothing but the page.
@@ -290,14 +291,23 @@ def _instructor(hub: Hub, instructor: Person, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-def _work(lang: str, wrong: str | None = None) -> dict:
-    """The solved notebook of edition ``lang``, with the answer ``wrong`` (a grade id) replaced by a wrong one."""
-    folder = REPO if lang == "en" else REPO / "editions" / lang
-    nb = nbformat.read(folder / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    for cell in nb.cells:
-        if wrong is not None and cell.metadata.get("nbgrader", {}).get("grade_id") == wrong:
-            cell.source = "def equivariance_error(f, x, perm):\n    return 0.0\n"
-    return json.loads(nbformat.writes(nb))
+def _work(hub: Hub, person: Person, path: str, wrong: str | None = None) -> dict:
+    """The notebook ``person`` fetched, read through their server's contents API as JupyterLab reads it, with every
+    answer cell done as the solution of its edition does it, but for the answer ``wrong`` (a grade id)."""
+    status, got = hub.api("GET", f"/user/{person.name}/api/contents/{path}", token=person.token)
+    assert status == 200, (status, got)
+    notebook = got["content"]
+    folder = REPO if person.lang == "en" else REPO / "editions" / person.lang
+    solution = nbformat.read(folder / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    answers = {c.metadata.nbgrader["grade_id"]: c.source for c in solution.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}  # fmt: skip
+    for cell in notebook["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and grade_id == wrong:
+            cell["source"] = "def equivariance_error(f, x, perm):\n    return 0.0\n"
+        elif grade_id in answers:
+            cell["source"] = answers[grade_id]
+    return notebook
 
 
 def _save(hub: Hub, person: Person, notebook: dict, path: str) -> None:
@@ -330,7 +340,8 @@ def graded(hub, tmp_path_factory):
     }
     assert hub.student(b, "fetch")[0] == 200
     path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    _save(hub, b, _work("zh-TW", wrong="equivariance_error"), path)
+    out["fetched"] = {b.name: (b.home / path).read_bytes()}
+    _save(hub, b, _work(hub, b, path, wrong="equivariance_error"), path)
     assert hub.api("POST", f"/user/{b.name}/api/contents/{path}/checkpoints", token=b.token)[0] == 201
     status, validated = hub.api(
         "POST", f"/user/{b.name}/assignments/validate", token=b.token, body={"path": path}
@@ -350,7 +361,8 @@ def graded(hub, tmp_path_factory):
         page.get_by_text("Assignment List").click()
         page.locator("#released_assignments_list button:has-text('Fetch')").click()
         page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT).first.wait_for()
-        _save(hub, a, _work("en"), path)  # as JupyterLab saves it
+        out["fetched"][a.name] = (a.home / path).read_bytes()
+        _save(hub, a, _work(hub, a, path), path)  # as JupyterLab saves it
         page.locator("#fetched_assignments_list .assignment-notebooks-link").first.click()  # its notebooks
         page.locator("#fetched_assignments_list button:has-text('Validate')").first.click()
         dialog = page.locator(".jp-Dialog-content")
@@ -399,6 +411,8 @@ def graded(hub, tmp_path_factory):
             out["pages"][person.name] = sorted((person.home / ASSIGNMENT / "feedback").rglob("*.html"))
         # a's fetched page, opened from disk in a browser that may load nothing but files
         fetched = out["pages"][a.name][0]
+        # JupyterLab's last requests (its workspace, saved as it is left) go before the count begins
+        page.goto("about:blank")
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
         out["requests"]["feedback"] = seen = []
         page.on("request", lambda request: seen.append(request.url))
@@ -432,6 +446,23 @@ def test_two_students_are_graded_apart_and_a_forged_hand_in_is_refused(graded):
     records = out["course"] / "records" / ASSIGNMENT
     assert json.loads((records / f"{b.name}.json").read_text())["notebooks"][0]["edition"] == "zh-TW"
     assert json.loads((records / f"{a.name}.json").read_text())["notebooks"][0]["edition"] == "en"
+
+
+def test_each_student_fetches_the_edition_they_read(graded):
+    """b (zh-TW) fetched the zh-TW release, a (English) the instructor's English release, from one release of the
+    assignment; b's hand-in, in zh-TW, was graded with a's grade ids and points (above), and b's feedback page is
+    that zh-TW notebook, its words of record in zh-TW (below)."""
+    out, instructor, a, b = graded
+    notebook = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    assert out["fetched"][b.name] == (REPO / "editions" / "zh-TW" / "notebooks" / notebook).read_bytes()
+    assert out["fetched"][a.name] == (instructor.home / "release" / notebook).read_bytes()
+    assert out["fetched"][a.name] != out["fetched"][b.name]
+    # b's feedback shows the zh-TW notebook b fetched and handed in (its text), a's the English one
+    first = next(c.source for c in nbformat.reads(out["fetched"][b.name].decode(), as_version=4).cells
+                 if c.cell_type == "markdown")  # fmt: skip
+    sentence = max(re.findall(r"[\u3400-\u9fff，、]{4,}", first), key=len)
+    pages = {p.name: out["pages"][p.name][0].read_text(encoding="utf-8") for p in (a, b)}
+    assert sentence in pages[b.name] and sentence not in pages[a.name], sentence
 
 
 def test_a_students_server_is_a_students(graded):
