@@ -22,7 +22,7 @@ from posref.lab.positions import make_position_handler
 PACKAGE = Path(posref.__file__).resolve().parent
 # what may still raise a plain English text: the grader's internals (what they say to a student is the checkers'
 # report, translated there), the instructor's benchmark and the language's own error
-ENGLISH_ONLY = ("grading/", "bench.py", "i18n.py")
+ENGLISH_ONLY = ("grading/", "bench.py", "bench_budgets.py", "i18n.py")
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
 

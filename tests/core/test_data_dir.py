@@ -6,6 +6,7 @@ from pathlib import Path
 
 import posref._data
 from posref._data import find_data_dir
+from posref.lab.checkpoints import CHECKPOINTS
 from posref.lab.tasks import DATA_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,4 +46,7 @@ def test_this_checkout_reads_its_top_level_data_folder():
     assert {"model_configs.json", "stdlib_train.txt.gz", "stdlib_val.txt.gz", "README.md"} <= {
         p.name for p in DATA_DIR.iterdir()
     }
-    assert len(list((DATA_DIR / "checkpoints").glob("*.pt"))) == 6
+    shipped = {p.stem for p in (DATA_DIR / "checkpoints").glob("*.pt")}
+    assert shipped == set(CHECKPOINTS), (
+        f"checkpoints in data/ {sorted(shipped)}, posref lists {sorted(CHECKPOINTS)}"
+    )

@@ -42,7 +42,7 @@ EXPLORERS = {
     "07b_longrope": "scaling",
     "08_nope": "position-loss",
 }
-STUB = 'raise NotImplementedError("not done yet'
+STUB = "raise NotImplementedError("  # the stub's line in every edition (each says "not done yet" in its language)
 
 
 def _in_git() -> bool:
