@@ -421,12 +421,12 @@ def test_the_instructors_lab_says_what_the_course_did_and_finds_its_configuratio
     assert "No nbgrader_config.py" not in server.log_tail(10**7)
 
 
-CLASS_PAGES_SIGNAL = 960  # the payload number of the code that eve hands in for the class pages
+CLASS_PAGES_SIGNAL = 960  # the payload number of the code that ivan hands in for the class pages
 
 
 def test_the_class_pages_show_what_students_wrote_as_text_and_run_none_of_it(course, server, watched):
     """Issue 40.2, 40.3: ``stats`` and ``similar`` of the class, listed by the lab at ``/posref/reports/`` and
-    served in a sandbox. eve's answer cell (the solution's code, so that it is shown beside her classmates') opens
+    served in a sandbox. ivan's answer cell (the solution's code, so that it is shown beside his classmates') opens
     with markup in a comment and in a string: both pages show it as text and nothing of it runs. The screenshots
     are ``docs/class_stats.png`` and ``docs/class_similar.png`` (``POSREF_SCREENSHOT_DIR=docs``)."""
     signal = SIGNAL.format(n=CLASS_PAGES_SIGNAL)
@@ -434,16 +434,16 @@ def test_the_class_pages_show_what_students_wrote_as_text_and_run_none_of_it(cou
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "attention":
             cell.source = f"# <script>{signal}</script>\n'<img src=x onerror=\"{signal}\">'\n" + cell.source
-    folder = course.dir / "submitted" / "eve" / ASSIGNMENT  # handed in, never imported nor graded
+    folder = course.dir / "submitted" / "ivan" / ASSIGNMENT  # handed in, never imported nor graded
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
     try:
         said = nh.autograder("stats", ASSIGNMENT, env=course.env)
         assert "r_it (corrected item-total)" in said
         said = nh.autograder("similar", ASSIGNMENT, env=course.env)
-        assert "[solutions]" in said and "eve" in said, said
+        assert "[solutions]" in said and "ivan" in said, said
     finally:
-        shutil.rmtree(course.dir / "submitted" / "eve")
+        shutil.rmtree(course.dir / "submitted" / "ivan")
     watched.visit("/posref/reports/", wait_for="a")
     assert {f"{ASSIGNMENT}-stats.html", f"{ASSIGNMENT}-similar.html"} <= set(
         watched.page.locator("a").all_inner_texts()
