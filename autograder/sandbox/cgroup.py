@@ -98,6 +98,15 @@ def _remove(group: Path, patience: float = 10.0) -> bool:
             time.sleep(0.02)
 
 
+def _move(procs: str, pid: int) -> None:
+    """Move process ``pid`` into the group whose ``cgroup.procs`` file is ``procs`` (one write of its number)."""
+    fd = os.open(procs, os.O_WRONLY)
+    try:
+        os.write(fd, str(pid).encode())
+    finally:
+        os.close(fd)
+
+
 class MemoryGroup:
     """A fresh memory cgroup limited to ``limit`` bytes (swap included where the kernel counts it)."""
 
@@ -119,11 +128,7 @@ class MemoryGroup:
 
     def add(self, pid: int) -> None:
         """Move process ``pid`` into the group (what it allocates from then on counts here)."""
-        fd = os.open(self._procs, os.O_WRONLY)
-        try:
-            os.write(fd, str(pid).encode())
-        finally:
-            os.close(fd)
+        _move(self._procs, pid)
 
     @property
     def peak(self) -> int:
@@ -184,11 +189,7 @@ class CpuGroup:
 
     def add(self, pid: int) -> None:
         """Move process ``pid`` into the group (the CPU time it uses from then on counts here)."""
-        fd = os.open(self._procs, os.O_WRONLY)
-        try:
-            os.write(fd, str(pid).encode())
-        finally:
-            os.close(fd)
+        _move(self._procs, pid)
 
     def seconds(self) -> float:
         """The CPU seconds the group's processes, living and ended, have used."""
