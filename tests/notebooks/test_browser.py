@@ -383,12 +383,14 @@ ALL_CELLS_DONE = """(selector) => {
 }"""
 
 
-def run_all(page, server, relative: str, done: str, *, reset: bool = False) -> None:
-    """Open the notebook ``relative`` of ``server`` in ``page``, wait until the page is connected to its kernel,
-    Run All Cells (JupyterLab 4 has no default shortcut for it) and wait until every cell ran and the CSS selector
-    ``done`` is on the page. ``reset``: open it alone, without the tabs JupyterLab's workspace would restore
-    (each restored notebook starts a kernel of its own)."""
-    page.goto(f"{server.url}/lab/tree/{relative}?{'reset&' if reset else ''}token={server.token}")
+def run_all(page, server, relative: str, done: str) -> None:
+    """Open the notebook ``relative`` of ``server`` alone in ``page``, wait until the page is connected to its
+    kernel, Run All Cells (JupyterLab 4 has no default shortcut for it) and wait until every cell ran and the CSS
+    selector ``done`` is on the page. Alone: without ``reset`` JupyterLab's workspace restores the tabs an earlier
+    test of the same server left open, each with a kernel of its own, and Run All runs whichever of them ends up
+    in front: CI's run of a fresh clone waited 300 s in vain for the start page's line, with 01 and 02 restored
+    beside it."""
+    page.goto(f"{server.url}/lab/tree/{relative}?reset&token={server.token}")
     server.wait_for_idle_kernel(relative)
     page.wait_for_function(KERNEL_READY)
     page.get_by_role("menuitem", name="Run", exact=True).click()

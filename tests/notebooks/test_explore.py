@@ -195,7 +195,7 @@ def test_run_all_reaches_the_explorer_and_its_slider_redraws_it(chromium, explor
     assert added in server.log_tail(10**6)
     with browser_page(chromium, server.home) as page:
         try:
-            run_all(page, server, relative, image, reset=True)
+            run_all(page, server, relative, image)
             page.locator(".jp-NotebookPanel:visible .jp-RenderedMarkdown", has_text=note).wait_for()
             saved = save_notebook(page, server.root / relative)
             code = [c for c in saved.cells if c.cell_type == "code" and c.source.strip()]
