@@ -64,16 +64,19 @@ def fine_tune(
 ) -> list[float]:
     """Train ``model`` in place for ``steps`` steps on windows of ``length`` tokens of ``data`` -> the loss log.
 
-        Each batch holds as many tokens as a training batch at the training length (``32 * 64 / length`` windows,
-        at least one), so a step costs about what a training step cost; the same ``seed`` gives the same batches to
-        every model (07b's PI and its control see the same text). The model is left in eval mode; ``progress``: a
+    Each batch holds as many tokens as a training batch at the training length (``32 * 64 / length`` windows,
+    at least one), so a step costs about what a training step cost; the same ``seed`` gives the same batches to
+    every model (07b's PI and its control see the same text). The model is left in eval mode; ``progress``: a
     progress bar.
     """
     from posref.lab.train import TrainConfig, train  # here: importing the lab never imports training
 
     windows = max(1, 32 * TRAIN_LEN // length)
     log = train(
-        model, lambda g: lm_batch(data, windows, length, g), TrainConfig(steps=steps, lr=lr, seed=seed)
+        model,
+        lambda g: lm_batch(data, windows, length, g),
+        TrainConfig(steps=steps, lr=lr, seed=seed),
+        progress=progress,
     )
     model.eval()
     return log["loss"]

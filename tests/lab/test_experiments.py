@@ -102,3 +102,12 @@ def test_fine_tune_is_seeded_leaves_eval_mode_and_recalibrate_is_it_at_the_train
     assert recalibrate(c, STREAM, 2, progress=False) == fine_tune(
         d, STREAM, 64, 2, lr=5e-4, seed=2, progress=False
     )
+
+
+def test_fine_tune_without_progress_draws_no_progress_bar(capfd):
+    """``progress=False`` reaches the training loop: ``posref seed-records`` asks for no bar (its log is one line a
+    seed), and fine_tune drew one anyway."""
+    fine_tune(rope_model(), STREAM, 128, 2, progress=False)
+    assert capfd.readouterr().err == ""
+    fine_tune(rope_model(), STREAM, 128, 2, progress=True)
+    assert "0/2" in capfd.readouterr().err  # the bar, where asked for: what the first assertion would see
