@@ -126,8 +126,17 @@ class CollectOwnSubmissions(ExchangeCollect):
                 when = vouched_time(folder)
             except (Refused, OSError) as err:
                 why = str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {err}"
-                owner = owner_name(folder.lstat().st_uid)
-                label = claimed if owner == claimed else f"{claimed} (handed in by {owner})"
+                try:
+                    owner = owner_name(folder.lstat().st_uid)
+                except OSError:  # gone since it was listed: its owner may remove it at any time
+                    owner = None
+                label = (
+                    claimed
+                    if owner == claimed
+                    else f"{claimed} (handed in by {owner})"
+                    if owner
+                    else f"{claimed} (removed from the exchange while it was collected)"
+                )
                 self.log.error("could not collect %s (%s): %s", label, entry.name, why)
                 valid = owner == claimed and student_id_problem(claimed) is None
                 refused.append(Refusal(claimed if valid else None, None, label, why))

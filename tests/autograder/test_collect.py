@@ -1,0 +1,87 @@
+"""The hub's collect (``autograder/intake/exchange.py``) in this process: what one student's hand-in does to the
+collect of the others. Each student's folder in the inbound is theirs to change, rename or remove while the
+instructor collects; whatever they do, it stops their own submission only.
+
+As root: each hand-in is owned by the Unix user it claims to be (``bin``, ``daemon``, ``nobody``), made so with
+chown, as the exchange's owner check asks. tests/autograder/test_exchange.py runs nbgrader's command itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.intake import exchange, refusals
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root: hand-ins of other Unix users are made with chown"
+)
+ASSIGNMENT = "01_order"
+
+
+def _hand_in(inbound: Path, name: str | bytes, owner: str) -> Path:
+    """A hand-in named ``name`` (bytes: a name that is not UTF-8) owned, with all it holds, by ``owner``."""
+    folder = Path(os.fsdecode(os.path.join(os.fsencode(inbound), os.fsencode(name))))
+    folder.mkdir()
+    (folder / f"{ASSIGNMENT}.ipynb").write_text(f'{{"by": "{owner}"}}')
+    user = pwd.getpwnam(owner)
+    for path in (folder, *folder.iterdir()):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    return folder
+
+
+@pytest.fixture
+def collect(tmp_path, monkeypatch, empty_gradebook):
+    """-> (the inbound folder, a function that runs the course's collect of 01_order and returns the course)."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    course, root = tmp_path / "course", tmp_path / "exchange"
+    course.mkdir()
+    shutil.copy(empty_gradebook, course / "gradebook.db")
+    inbound = root / "posref" / "inbound"
+    inbound.mkdir(parents=True)
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(course))
+    monkeypatch.delenv("POSREF_SOURCE_DIR", raising=False)
+    config = Config()
+    config.Exchange.root = str(root)
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.course_id = "posref"
+    config.CourseDirectory.assignment_id = ASSIGNMENT
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+
+    def run() -> Path:
+        exchange.CollectOwnSubmissions(coursedir=CourseDirectory(config=config), config=config).start()
+        return course
+
+    return inbound, run
+
+
+def _collected(course: Path) -> dict[str, str]:
+    submitted = course / "submitted"
+    return {p.parent.parent.name: p.read_text() for p in submitted.glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")}
+
+
+def test_a_hand_in_removed_while_it_is_collected_stops_nobody_else(collect, monkeypatch):
+    """daemon removes their folder after the collect listed it: before, the collect's own report of that refusal
+    read the folder's owner again and raised, and no one was collected."""
+    inbound, run = collect
+    for student in ("bin", "daemon", "nobody"):
+        _hand_in(inbound, f"{student}+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", student)
+    checked = exchange.check_inbound
+
+    def removed_meanwhile(folder, claimed, expected):
+        if claimed == "daemon":
+            shutil.rmtree(folder)  # the student's own folder: theirs to remove at any time
+        return checked(folder, claimed, expected)
+
+    monkeypatch.setattr(exchange, "check_inbound", removed_meanwhile)
+    course = run()
+    assert _collected(course) == {"bin": '{"by": "bin"}', "nobody": '{"by": "nobody"}'}
+    (entry,) = refusals.read(course, ASSIGNMENT).values()
+    assert entry["name"].startswith("daemon") and "FileNotFoundError" in entry["reason"], entry
