@@ -153,18 +153,33 @@ class CollectOwnSubmissions(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         """The submission copied as it is (a link stays a link, for autograde to refuse), within nbgrader's
-        ignore, include and size settings; then the course's modes and the kernel's time in ``timestamp.txt``."""
-        shutil.copytree(
-            src,
-            dest,
-            symlinks=True,
-            ignore=ignore_patterns(
-                exclude=self.coursedir.ignore,
-                include=self.coursedir.include,
-                max_file_size=self.coursedir.max_file_size,
-                log=self.log,
-            ),
-        )
-        take_modes(Path(dest))
+        ignore, include and size settings; then the course's modes and the kernel's time in ``timestamp.txt``.
+        A hand-in that cannot be copied (its owner took away what the instructor may read, or changed it meanwhile)
+        is refused, and its partial copy removed: nbgrader's collect goes on to the next student."""
         [record] = [r for r in self.src_records if os.path.join(self.inbound_path, r["filename"]) == src]
+        try:
+            shutil.copytree(
+                src,
+                dest,
+                symlinks=True,
+                ignore=ignore_patterns(
+                    exclude=self.coursedir.ignore,
+                    include=self.coursedir.include,
+                    max_file_size=self.coursedir.max_file_size,
+                    log=self.log,
+                ),
+            )
+        except OSError as err:  # shutil.Error too: what copytree could not copy, after it copied the rest
+            shutil.rmtree(dest, ignore_errors=True)
+            student = record["username"]
+            why = f"it could not be copied ({type(err).__name__}: {str(err)[:500]})"
+            self.log.error("could not collect %s (%s): %s", student, record["filename"], why)
+            try:
+                refusals.update(
+                    course_dir(), self.coursedir.assignment_id, [Refusal(student, None, student, why)], []
+                )
+            except ValueError as problem:
+                self.log.warning("%s", problem)
+            return
+        take_modes(Path(dest))
         late.write_timestamp(Path(dest), record["timestamp"].replace(tzinfo=timezone.utc))

@@ -85,3 +85,27 @@ def test_a_hand_in_removed_while_it_is_collected_stops_nobody_else(collect, monk
     assert _collected(course) == {"bin": '{"by": "bin"}', "nobody": '{"by": "nobody"}'}
     (entry,) = refusals.read(course, ASSIGNMENT).values()
     assert entry["name"].startswith("daemon") and "FileNotFoundError" in entry["reason"], entry
+
+
+def test_a_hand_in_that_cannot_be_copied_stops_nobody_else(collect, monkeypatch):
+    """An instructor who is not root reads a hand-in with the rights of any user: its owner can take them away
+    (chmod 000 on a file, after the checks or before), and shutil.copytree then copies the rest and raises at the end.
+    That error stopped nbgrader's collect at that student: those after them were not collected, and a partial copy
+    stayed in submitted/. As root nothing is unreadable: the copy's error is made here, as copytree raises it."""
+    inbound, run = collect
+    for student in ("bin", "daemon", "nobody"):
+        _hand_in(inbound, f"{student}+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", student)
+    copytree = shutil.copytree
+
+    def unreadable_for_daemon(src, dst, **options):
+        copied = copytree(src, dst, **options)
+        if Path(src).name.startswith("daemon+"):
+            raise shutil.Error([(f"{src}/secret.txt", f"{dst}/secret.txt", "[Errno 13] Permission denied")])
+        return copied
+
+    monkeypatch.setattr(shutil, "copytree", unreadable_for_daemon)
+    course = run()
+    assert _collected(course) == {"bin": '{"by": "bin"}', "nobody": '{"by": "nobody"}'}
+    assert not (course / "submitted" / "daemon" / ASSIGNMENT).exists()  # no half a submission
+    entry = refusals.read(course, ASSIGNMENT)["daemon"]
+    assert entry["student"] == "daemon" and "Permission denied" in entry["reason"], entry
