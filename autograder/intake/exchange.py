@@ -41,6 +41,7 @@ from autograder.course import course_dir, source_dir, student_id_problem, take_m
 from autograder.intake import late, refusals
 from autograder.intake.refusals import Refusal
 from autograder.intake.submission import Refused, check_submission
+from autograder.intake.submissions import shown
 
 SHARED_USER_HINT = (
     "the exchange knows who handed a submission in by the Unix user that owns it; where a hub runs several hub "
@@ -130,14 +131,14 @@ class CollectOwnSubmissions(ExchangeCollect):
                     owner = owner_name(folder.lstat().st_uid)
                 except OSError:  # gone since it was listed: its owner may remove it at any time
                     owner = None
-                label = (
-                    claimed
+                label = (  # the name's bytes that are not UTF-8 escaped: the record of refusals is UTF-8
+                    shown(claimed)
                     if owner == claimed
-                    else f"{claimed} (handed in by {owner})"
+                    else f"{shown(claimed)} (handed in by {owner})"
                     if owner
-                    else f"{claimed} (removed from the exchange while it was collected)"
+                    else f"{shown(claimed)} (removed from the exchange while it was collected)"
                 )
-                self.log.error("could not collect %s (%s): %s", label, entry.name, why)
+                self.log.error("could not collect %s (%s): %s", label, shown(entry.name), why)
                 valid = owner == claimed and student_id_problem(claimed) is None
                 refused.append(Refusal(claimed if valid else None, None, label, why))
                 continue

@@ -109,3 +109,18 @@ def test_a_hand_in_that_cannot_be_copied_stops_nobody_else(collect, monkeypatch)
     assert not (course / "submitted" / "daemon" / ASSIGNMENT).exists()  # no half a submission
     entry = refusals.read(course, ASSIGNMENT)["daemon"]
     assert entry["student"] == "daemon" and "Permission denied" in entry["reason"], entry
+
+
+def test_a_hand_in_named_in_bytes_that_are_not_utf8_leaves_every_refusal_recorded(collect):
+    """Any student can name a folder in the inbound as they like. One named with a byte that is not UTF-8 made the
+    course's record of refused imports unwritable (its JSON is UTF-8): the collect only warned, and no refusal of
+    that collect was recorded, the forged hand-in's beside it included, so the export had no row for them."""
+    inbound, run = collect
+    _hand_in(inbound, f"bin+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", "daemon")  # a forged claim
+    _hand_in(inbound, b"\xff+" + f"{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+bbbb".encode(), "nobody")
+    course = run()
+    assert _collected(course) == {}
+    recorded = refusals.read(course, ASSIGNMENT)
+    assert "bin (handed in by daemon)" in recorded, recorded
+    (odd,) = [entry for key, entry in recorded.items() if key != "bin (handed in by daemon)"]
+    assert odd["name"] == "'\\udcff' (handed in by nobody)" and json.dumps(odd, ensure_ascii=False).encode()
