@@ -334,13 +334,25 @@ def test_an_extension_takes_the_penalty_away_inside_it_and_counts_it_from_its_en
 
 def test_an_extension_still_running_is_no_missing_grade_and_a_bad_one_is_refused(course):
     """dave handed in nothing: with --missing-grade 0 he gets 0 once his due date has passed, not while his
-    extension runs; extend refuses what is not an extension, and writes nothing then."""
-    done = run_command("extend", "dave", "positions", "--hours", "3000")
+    extension runs; extend refuses what is not an extension, and writes nothing then. The assignment's due date is
+    set a day before now (export compares with the clock): with DUE and 3000 hours, as this test had it, the
+    extension ran out on 2027-02-07 and the test failed from then on."""
+    from nbgrader.api import Gradebook
+
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment("positions", duedate=(now - timedelta(days=1)).replace(tzinfo=None))
+
+    def dave() -> dict[str, str]:
+        assert run_command("export", "positions", "--missing-grade", "0").returncode == 0
+        with open(course / "positions-moodle.csv", newline="") as f:
+            return {row["Student ID"]: row for row in csv.DictReader(f)}["dave"]
+
+    done = run_command("extend", "dave", "positions", "--hours", "48")
     assert done.returncode == 0 and "no graded record yet" in done.stdout, done.stderr
-    assert run_command("export", "positions", "--missing-grade", "0").returncode == 0
-    with open(course / "positions-moodle.csv", newline="") as f:
-        dave = {row["Student ID"]: row for row in csv.DictReader(f)}["dave"]
-    assert dave["Grade"] == "" and dave["Status"].startswith("not submitted: due 2027-")
+    until = now + timedelta(days=1)
+    row = dave()
+    assert (row["Grade"], row["Status"]) == ("", f"not submitted: due {until:%Y-%m-%d %H:%M} UTC: not yet")
     before = (course / "extensions.json").read_text()
     for args, message in [
         (("dave", "positions", "--hours", "-1"), "not from 0 to"),
@@ -352,3 +364,5 @@ def test_an_extension_still_running_is_no_missing_grade_and_a_bad_one_is_refused
         done = run_command("extend", *args)
         assert done.returncode == 1 and message in done.stderr, (args, done.stderr)
     assert (course / "extensions.json").read_text() == before
+    assert run_command("extend", "dave", "positions", "--hours", "0").returncode == 0
+    assert dave()["Grade"] == "0"  # his due date, without the extension, has passed
