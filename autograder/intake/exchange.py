@@ -20,8 +20,9 @@ formgrader's Collect button) takes a submission only when
 
 each other one is refused, logged ("could not collect ..."), and kept in the course's record of refused imports
 (``refusals.py``) under the claim and its owner, so that ``export`` gives it a row. Of a student's submissions it
-takes the latest by the kernel's clock, and writes that time into ``timestamp.txt`` (late work, ``late.py``): the
-latest change time of anything in the folder, which a student can only move later, never earlier.
+takes the latest by the kernel's clock (with ``--before-duedate``, the latest at or before the due date, where
+there is one), and writes that time into ``timestamp.txt`` (late work, ``late.py``): the latest change time of
+anything in the folder, which a student can only move later, never earlier.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class CollectOwnSubmissions(ExchangeCollect):
                 self.duedate = None
         wanted = self.coursedir.student_id if self.coursedir.student_id not in ("", "*") else None
         expected = {p.name for p in (source_dir() / assignment).glob("*.ipynb")}
-        latest: dict[str, dict] = {}
+        handed_in: dict[str, list[dict]] = {}
         refused: list[Refusal] = []
         for entry in sorted(os.scandir(self.inbound_path), key=lambda e: e.name):
             claimed = claimed_id(entry.name, assignment)
@@ -142,15 +143,22 @@ class CollectOwnSubmissions(ExchangeCollect):
                 valid = owner == claimed and student_id_problem(claimed) is None
                 refused.append(Refusal(claimed if valid else None, None, label, why))
                 continue
-            record = {"username": claimed, "filename": entry.name, "timestamp": when}
-            if claimed not in latest or when > latest[claimed]["timestamp"]:
-                latest[claimed] = record
-        self.src_records = sorted(latest.values(), key=lambda r: r["username"])
+            handed_in.setdefault(claimed, []).append(
+                {"username": claimed, "filename": entry.name, "timestamp": when}
+            )
+        self.src_records = sorted(map(self._chosen, handed_in.values()), key=lambda r: r["username"])
         try:
             taken = [(r["username"], None) for r in self.src_records]
             refusals.update(course_dir(), assignment, refused, taken)
         except ValueError as err:
             self.log.warning("%s", err)
+
+    def _chosen(self, records: list[dict]) -> dict:
+        """The hand-in taken of one student's ``records``: the latest by the kernel's time; with nbgrader's
+        ``--before-duedate`` (``before_duedate``), the latest at or before the due date, where there is one."""
+        if self.before_duedate and self.duedate is not None:
+            records = [r for r in records if r["timestamp"] <= self.duedate] or records
+        return max(records, key=lambda r: r["timestamp"])  # the first listed of equal times
 
     def do_copy(self, src, dest, log=None):
         """The submission copied as it is (a link stays a link, for autograde to refuse), within nbgrader's

@@ -55,7 +55,8 @@ def collect(tmp_path, monkeypatch, empty_gradebook):
     config.CourseDirectory.assignment_id = ASSIGNMENT
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
 
-    def run() -> Path:
+    def run(before_duedate: bool = False) -> Path:
+        config.ExchangeCollect.before_duedate = before_duedate  # nbgrader collect --before-duedate
         exchange.CollectOwnSubmissions(coursedir=CourseDirectory(config=config), config=config).start()
         return course
 
@@ -124,3 +125,25 @@ def test_a_hand_in_named_in_bytes_that_are_not_utf8_leaves_every_refusal_recorde
     assert "bin (handed in by daemon)" in recorded, recorded
     (odd,) = [entry for key, entry in recorded.items() if key != "bin (handed in by daemon)"]
     assert odd["name"] == "'\\udcff' (handed in by nobody)" and json.dumps(odd, ensure_ascii=False).encode()
+
+
+def test_before_duedate_takes_the_latest_hand_in_the_kernel_dates_before_the_due_date(collect, tmp_path):
+    """nbgrader collect --before-duedate: the latest hand-in at or before the due date, by the kernel's time (a
+    student can move it later, never earlier). The course's collect took the latest whatever the flag said."""
+    from nbgrader.api import Gradebook
+
+    inbound, run = collect
+    early = _hand_in(inbound, f"nobody+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", "nobody")
+    (early / f"{ASSIGNMENT}.ipynb").write_text("before the due date")
+    late = _hand_in(inbound, f"nobody+{ASSIGNMENT}+2026-10-01 09:00:00.000000 UTC+bbbb", "nobody")
+    (late / f"{ASSIGNMENT}.ipynb").write_text("after it")
+    due = exchange.vouched_time(early)
+    # within one tick of the kernel's clock both have one time: the later changed again until it is dated later
+    while exchange.vouched_time(late) <= due:
+        os.chmod(late / f"{ASSIGNMENT}.ipynb", 0o644)
+    course = tmp_path / "course"
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "posref") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
+    assert _collected(run(before_duedate=True)) == {"nobody": "before the due date"}
+    shutil.rmtree(course / "submitted")
+    assert _collected(run()) == {"nobody": "after it"}
