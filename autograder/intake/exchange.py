@@ -164,7 +164,9 @@ class CollectOwnSubmissions(ExchangeCollect):
         """The submission copied as it is (a link stays a link, for autograde to refuse), within nbgrader's
         ignore, include and size settings; then the course's modes and the kernel's time in ``timestamp.txt``.
         A hand-in that cannot be copied (its owner took away what the instructor may read, or changed it meanwhile)
-        is refused, and its partial copy removed: nbgrader's collect goes on to the next student."""
+        is refused, and its partial copy removed: nbgrader's collect goes on to the next student. Its time is read
+        again once it is copied, and the later one written: a change since it was checked (its owner's to make at
+        any time) dates it, as a change before the check did."""
         [record] = [r for r in self.src_records if os.path.join(self.inbound_path, r["filename"]) == src]
         try:
             shutil.copytree(
@@ -178,6 +180,7 @@ class CollectOwnSubmissions(ExchangeCollect):
                     log=self.log,
                 ),
             )
+            when = max(record["timestamp"], vouched_time(Path(src)))
         except OSError as err:  # shutil.Error too: what copytree could not copy, after it copied the rest
             shutil.rmtree(dest, ignore_errors=True)
             student = record["username"]
@@ -191,4 +194,4 @@ class CollectOwnSubmissions(ExchangeCollect):
                 self.log.warning("%s", problem)
             return
         take_modes(Path(dest))
-        late.write_timestamp(Path(dest), record["timestamp"].replace(tzinfo=timezone.utc))
+        late.write_timestamp(Path(dest), when.replace(tzinfo=timezone.utc))

@@ -12,11 +12,12 @@ import json
 import os
 import pwd
 import shutil
+from datetime import timezone
 from pathlib import Path
 
 import pytest
 
-from autograder.intake import exchange, refusals
+from autograder.intake import exchange, late, refusals
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: hand-ins of other Unix users are made with chown"
@@ -147,3 +148,29 @@ def test_before_duedate_takes_the_latest_hand_in_the_kernel_dates_before_the_due
     assert _collected(run(before_duedate=True)) == {"nobody": "before the due date"}
     shutil.rmtree(course / "submitted")
     assert _collected(run()) == {"nobody": "after it"}
+
+
+def test_a_hand_in_changed_after_it_was_checked_is_dated_by_its_change(collect, monkeypatch):
+    """The kernel's time of a hand-in was read when the collect checked it, before nbgrader copied it: a student who
+    changed their folder in between (a late notebook put in while the instructor collects) was collected with the
+    new notebook and the earlier time. Now the time is read again once it is copied: the later one is written."""
+    inbound, run = collect
+    folder = _hand_in(inbound, f"nobody+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", "nobody")
+    checked_at = exchange.vouched_time(folder)
+    copytree = shutil.copytree
+
+    def changed_first(src, dst, **options):
+        notebook = Path(src) / f"{ASSIGNMENT}.ipynb"
+        notebook.write_text("put in after the check")
+        while exchange.vouched_time(Path(src)) <= checked_at:  # one tick of the kernel's clock: again
+            os.chmod(notebook, 0o644)
+        return copytree(src, dst, **options)
+
+    monkeypatch.setattr(shutil, "copytree", changed_first)
+    course = run()
+    assert _collected(course) == {"nobody": "put in after the check"}
+    stamp = late.read_timestamp(course / "submitted" / "nobody" / ASSIGNMENT)
+    assert (
+        stamp == exchange.vouched_time(folder).replace(tzinfo=timezone.utc)
+        and stamp.replace(tzinfo=None) > checked_at
+    )
