@@ -12,7 +12,7 @@
     python -m autograder stats ASSIGNMENT [--csv FILE] [--html FILE]     (per test cell: pass rate, discrimination,
                                    failures by cause and edition; written answers' grades; who could not be graded)
     python -m autograder similar ASSIGNMENT [--csv FILE] [--html FILE] [--threshold T] [--earlier FOLDER]
-                                   (how alike each pair of students' answer cells are)
+                                   [--common M]   (how alike each pair of students' answer cells are)
     python -m autograder demo [--workers N]
     python -m autograder lab [-- JUPYTERLAB OPTIONS]                (JupyterLab with the formgrader, for instructors)
     python -m autograder editions update        (the catalogs merged with solutions/: what translators must redo)
@@ -129,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="an earlier term's submitted/ folder (<student>/<assignment>/...) as references; repeat for more",
     )
+    p.add_argument(
+        "--common",
+        type=int,
+        default=2,
+        help="a passage held by more than M answers written apart is common knowledge, not counted (2)",
+    )
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)
     p = sub.add_parser(
@@ -218,7 +224,14 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "similar":
         from autograder.analysis.commands import similar_command
 
-        similar_command(args.assignment, args.csv, args.html, threshold=args.threshold, earlier=args.earlier)
+        similar_command(
+            args.assignment,
+            args.csv,
+            args.html,
+            threshold=args.threshold,
+            earlier=args.earlier,
+            common=args.common,
+        )
     elif args.command == "demo":
         from autograder.demo.run import demo
 

@@ -40,9 +40,9 @@ def stats_command(assignment: str, csv_path: Path | None, html_path: Path | None
 
 
 def similar_command(assignment: str, csv_path: Path | None, html_path: Path | None, *, threshold: float,
-                    earlier: list[Path]) -> None:  # fmt: skip
-    """Every pair scored into the CSV, the pairs from ``threshold`` on the page."""
-    found = similar.similar(assignment, threshold=threshold, earlier=earlier)
+                    earlier: list[Path], common: int = similar.COMMON) -> None:  # fmt: skip
+    """Every pair scored into the CSV, the pairs from ``threshold`` on the page; ``common``: ``similar.similar``'s."""
+    found = similar.similar(assignment, threshold=threshold, earlier=earlier, common=common)
     page = similar_page.page(found)
     written = _write(
         assignment, "similar", similar.CSV_FIELDS, similar.csv_rows(found), page, csv_path, html_path

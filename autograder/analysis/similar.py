@@ -7,12 +7,31 @@ stub is boilerplate). Every pair of students is compared, and each student with 
 solution (``solutions/``) and, when given, an earlier term's submissions (``--earlier FOLDER``, laid out as
 ``submitted/``).
 
-A pair's ``similarity`` is the share of both cells' own tokens that the other cell holds too (each cell's matched
-tokens over its fingerprinted tokens, ``share_a`` and ``share_b``, weighted by the cells' sizes: 0 shares nothing,
-1 is the same code however renamed, re-commented or reordered). A cell with fewer than ``MIN_TOKENS`` tokens of its
-own is too small to judge (short answers are alike by necessity): it is listed, never scored; one with none of its
-own (the stub as released) shares nothing with anyone and scores 0. A notebook that cannot be read, or a cell over
-``MAX_CELL`` characters, costs that student's row only, and says why.
+A cell's own tokens are those of its fingerprints that are neither the release's (the stub) nor common knowledge,
+as MOSS leaves out a passage found in more than ``-m`` programs (Schleimer, Wilkerson & Aiken, "Winnowing", SIGMOD
+2003, and MOSS's documentation): a passage held by more than ``COMMON`` answers written apart is what the exercise,
+or the course, makes everyone write, not a sign that one copied another. The answers counted are the cell's
+(students', the solution's, an earlier term's), copies of one another counted once (one holds at least
+``SAME_SOURCE`` of the other's tokens, the stub left out: however many students copy one answer, the published
+solution among them, and whatever code of their own they add to it, its passages stay evidence), and the course's published solutions to every other answer cell (each written for
+another exercise: what recurs among them is the course's idiom, such as ``torch.arange(0, D, 2, ...)``). MOSS keeps
+its ``-m`` at 3 or 4 for short programs so as to still see 3- and 4-way copying; counting copies once sees any
+number, so ``COMMON`` is 2: a passage is evidence while only two answers written apart hold it.
+
+An answer cell is too small to judge when its solution holds fewer than ``MIN_TOKENS`` tokens that no answer written
+apart from it (an answer of the cell that holds less than ``SAME_SOURCE`` of it) holds too, common knowledge and
+the stub left out: it is one formula that every correct answer writes out alike, and a copy of it
+cannot be told from an answer written alone. Its answers are listed, never scored. In a cell large enough to judge,
+an answer with fewer than ``MIN_TOKENS`` tokens of its own is too small to judge (listed, never scored); one with
+none but the stub's (as released) shares nothing with anyone and scores 0. A pair's ``similarity`` is the share of
+both cells' own tokens that the other cell holds too (each cell's matched tokens over its own tokens, ``share_a``
+and ``share_b``, weighted by the cells' sizes: 0 shares nothing, 1 is the same code however renamed, re-commented or
+reordered).
+
+The class is the evidence of what is common: a cell with ``COMMON`` answers or fewer (the solution's included) can
+learn it only from the course's solutions to other cells, and the summary says so; an earlier term's answers
+(``--earlier``) count as answers here too. A notebook that cannot be read, or a cell over ``MAX_CELL`` characters,
+costs that student's row only, and says why.
 """
 
 from __future__ import annotations
@@ -22,14 +41,19 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
-from copydetect import compare_files
+from copydetect import CodeFingerprint, compare_files
 
 from autograder import course
 from autograder.analysis.fingerprints import Tokens, fingerprint, tokens
 
 # the page's default: above what independent answers reached in the course's cells (test_similar)
 THRESHOLD = 0.8
-MIN_TOKENS = 24  # own tokens (two fingerprints' worth) below which a cell is too small to judge
+MIN_TOKENS = (
+    24  # own tokens (two fingerprints' worth) under which an answer, or a cell, is too small to judge
+)
+COMMON = 2  # answers written apart that may hold a passage before it is common knowledge (MOSS's -m)
+# the share of an answer's tokens (less the stub only) that another holding makes it a copy of that answer
+SAME_SOURCE = THRESHOLD
 MAX_CELL = 50_000  # characters of one answer cell; a larger one is not compared
 MAX_NOTEBOOK = 32 * 2**20  # bytes of a notebook (what import takes)
 MAX_SHOWN = 200  # pairs on the page
@@ -53,9 +77,29 @@ class Pair:
 
 
 @dataclass
+class Cell:
+    """One answer cell: the solution's own tokens (beyond the stub and common knowledge), those of them that no
+    answer written apart from it holds too (``specific``: under ``MIN_TOKENS``, the cell is too small to judge), how
+    many fingerprints were common knowledge, and how many answers (the references' included) hold a token more than
+    the stub."""
+
+    notebook: str
+    cell: str
+    solution_tokens: int
+    specific: int
+    common: int
+    answers: int
+
+    @property
+    def judged(self) -> bool:
+        return self.specific >= MIN_TOKENS
+
+
+@dataclass
 class Similarity:
     assignment: str
     threshold: float
+    common: int = COMMON
     pairs: list[Pair] = field(default_factory=list)
     sources: dict[tuple[str, str, str], str] = field(
         default_factory=dict
@@ -65,9 +109,7 @@ class Similarity:
     )  # (notebook, cell, who, own tokens)
     unchanged: list[tuple[str, str, str]] = field(default_factory=list)  # the stub as released
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (who, notebook, why)
-    cells: list[tuple[str, str, int]] = field(
-        default_factory=list
-    )  # (notebook, cell, the solution's own tokens)
+    cells: list[Cell] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[Pair]:
@@ -106,17 +148,22 @@ def _students(folder: Path, assignment: str) -> list[tuple[str, Path]]:
             if course.student_id_problem(p.name) is None and (p / assignment).is_dir()]  # fmt: skip
 
 
-def similar(assignment: str, *, threshold: float = THRESHOLD, earlier: list[Path] = ()) -> Similarity:
+def similar(assignment: str, *, threshold: float = THRESHOLD, earlier: list[Path] = (),
+            common: int = COMMON) -> Similarity:  # fmt: skip
     """The similarity of every pair of students (and each student with the references) for each graded answer cell
-    of ``assignment`` (see the module docstring); ``threshold``: the pairs from which ``flagged`` holds."""
+    of ``assignment`` (see the module docstring); ``threshold``: the pairs from which ``flagged`` holds; ``common``:
+    how many answers may hold a passage before it is common knowledge."""
     course.require_assignment(assignment)
     if not 0 <= threshold <= 1:
         raise SystemExit(f"--threshold is a similarity from 0 to 1, not {threshold}")
-    result = Similarity(assignment, threshold)
+    if isinstance(common, bool) or not isinstance(common, int) or common < 1:
+        raise SystemExit(f"--common is a number of answers, at least 1, not {common!r}")
+    result = Similarity(assignment, threshold, common)
     students = _students(course.course_dir() / "submitted", assignment)
     references = [
         (f"[earlier {i + 1}] {s}", p) for i, f in enumerate(earlier) for s, p in _students(f, assignment)
     ]
+    elsewhere = _solutions()
     for source in sorted((course.source_dir() / assignment).glob("*.ipynb")):
         release = course.release_dir() / assignment / source.name
         if not release.is_file():
@@ -135,18 +182,31 @@ def similar(assignment: str, *, threshold: float = THRESHOLD, earlier: list[Path
                     (who, source.name, f"cannot be read ({type(err).__name__}: {str(err)[:200]})")
                 )
         for cell in stubs:
+            others = [
+                code for (path, grade_id), code in elsewhere.items() if (path, grade_id) != (source, cell)
+            ]
             _compare_cell(result, source.stem, cell, stubs[cell], solutions.get(cell, ""), handed,
-                          {who for who, _ in students})  # fmt: skip
+                          {who for who, _ in students}, others)  # fmt: skip
     return result
 
 
+def _solutions() -> dict[tuple[Path, str], str]:
+    """(notebook, grade id) -> the published solution of every answer cell of the course (each written for its own
+    exercise: what recurs among them is the course's idiom)."""
+    return {(path, grade_id): code for path in sorted(course.source_dir().glob("*/*.ipynb"))
+            for grade_id, code in _answer_cells(path).items()}  # fmt: skip
+
+
 def _compare_cell(result: Similarity, notebook: str, cell: str, stub: str, solution: str,
-                  handed: dict[str, dict[str, str]], students: set[str]) -> None:  # fmt: skip
+                  handed: dict[str, dict[str, str]], students: set[str], elsewhere: list[str]) -> None:  # fmt: skip
     """Every pair of one answer cell: the ``students`` of ``handed`` with each other and with the references (the
-    solution, then the rest of ``handed``: an earlier term's)."""
-    vocabulary: dict = {}
+    solution, then the rest of ``handed``: an earlier term's), each cell less the release's stub and the passages
+    common to the cell's answers and the course's solutions of its other answer cells, ``elsewhere``
+    (``_common``)."""
+    vocabulary: dict = {}  # the stub and the course's solutions first: no student's cell can crowd them out of it
     boilerplate = fingerprint(tokens(stub, vocabulary)).hashes
-    judged: dict[str, tuple[Tokens, object]] = {}
+    idioms = [fingerprint(tokens(code, vocabulary)).hashes for code in elsewhere]
+    written: dict[str, tuple[Tokens, CodeFingerprint]] = {}  # the answers with a token of their own
     unchanged: set[str] = set()
     for who, source in [(SOLUTION, solution), *((w, cells.get(cell)) for w, cells in handed.items())]:
         if source is None:
@@ -158,17 +218,25 @@ def _compare_cell(result: Similarity, notebook: str, cell: str, stub: str, solut
             continue
         cell_tokens = tokens(source, vocabulary)
         found = fingerprint(cell_tokens, boilerplate)
-        own = int(found.token_coverage)
-        if own == 0:
+        if found.token_coverage == 0:
             unchanged.add(who)
             result.unchanged.append((notebook, cell, who))
-        elif own < MIN_TOKENS:
-            result.too_small.append((notebook, cell, who, own))
         else:
-            judged[who] = (cell_tokens, found)
-    result.cells.append(
-        (notebook, cell, int(judged[SOLUTION][1].token_coverage) if SOLUTION in judged else 0)
-    )
+            written[who] = (cell_tokens, found)
+    common = _common({who: found for who, (_, found) in written.items()}, idioms, result.common)
+    own = {who: fingerprint(cell_tokens, boilerplate | common) if common & found.hashes else found
+           for who, (cell_tokens, found) in written.items()}  # fmt: skip
+    row = Cell(notebook, cell, 0, 0, len(common), len(written))
+    if SOLUTION in own:
+        row.solution_tokens = int(own[SOLUTION].token_coverage)
+        row.specific = _specific(SOLUTION, written, boilerplate | common)
+    result.cells.append(row)
+    judged: dict[str, tuple[Tokens, CodeFingerprint]] = {}
+    for who, found in own.items() if row.judged else ():
+        if found.token_coverage < MIN_TOKENS:
+            result.too_small.append((notebook, cell, who, int(found.token_coverage)))
+        else:
+            judged[who] = (written[who][0], found)
     current = [who for who in handed if who in students]
     references = [SOLUTION, *(who for who in handed if who not in students)]
     pairs = [*combinations(current, 2), *((s, r) for s in current for r in references)]
@@ -180,16 +248,77 @@ def _compare_cell(result: Similarity, notebook: str, cell: str, stub: str, solut
             result.pairs.append(Pair(notebook, cell, a, b, 0.0, 0.0, 0.0, *sizes))
 
 
+def _common(found: dict[str, CodeFingerprint], elsewhere: list[set[int]], limit: int) -> set[int]:
+    """The fingerprints that more than ``limit`` answers written apart hold (MOSS's ``-m``; Schleimer, Wilkerson &
+    Aiken 2003, section 5): a passage that many answers written apart hold is what the exercise, or the course, makes
+    everyone write, not a sign of copying. The answers are those of the cell, ``found``, each group of copies counted
+    once, and the fingerprints of the course's solutions to its other cells, ``elsewhere``, each counted (each was
+    written for another exercise). Two answers to the cell are copies of one another when one holds at least
+    ``SAME_SOURCE`` of the other's tokens (the stub left out; a copy with code of its own added is still a copy);
+    the holders of a fingerprint are taken in the order of ``found`` (the solution first), each one counted unless
+    it is a copy of one already counted: however many students copy one answer (the published solution among
+    them), its passages stay theirs."""
+    holders: dict[int, list[str]] = {}
+    for who, fingerprints in found.items():
+        for h in fingerprints.hashes:
+            holders.setdefault(h, []).append(who)
+    idioms: dict[int, int] = {}
+    for hashes in elsewhere:
+        for h in hashes:
+            idioms[h] = idioms.get(h, 0) + 1
+    alike: dict[tuple[str, str], bool] = {}
+
+    def copies(a: str, b: str) -> bool:
+        if (a, b) not in alike:
+            alike[(a, b)] = max(_similarity(found[a], found[b])[1:3]) >= SAME_SOURCE
+        return alike[(a, b)]
+
+    common = set()
+    for h, held in holders.items():
+        needed = limit - idioms.get(h, 0)  # answers to the cell, written apart, beyond which h is common
+        if len(held) <= needed:
+            continue
+        counted: list[str] = []
+        for who in held:
+            if not any(copies(other, who) for other in counted):
+                counted.append(who)
+                if len(counted) > needed:
+                    common.add(h)
+                    break
+    return common
+
+
+def _specific(solution: str, written: dict[str, tuple[Tokens, CodeFingerprint]], left_out: set[int]) -> int:
+    """The tokens of the ``solution``'s cell that no answer written apart from it holds too: not ``left_out`` (the
+    stub, common knowledge) and not in any answer of ``written`` that holds less than ``SAME_SOURCE`` of it (the
+    stub left out; one that holds more is a copy of it, whatever it adds). What is left is what a copy of the solution shares with it and an answer written apart
+    does not: a cell where it is under ``MIN_TOKENS`` is one formula that every correct answer writes out alike, too
+    small to judge."""
+    cell_tokens, found = written[solution]
+    apart: set[int] = set()
+    for who, (_, other) in written.items():
+        if who != solution and found.hashes & other.hashes and _similarity(found, other)[1] < SAME_SOURCE:
+            apart |= other.hashes
+    return int(fingerprint(cell_tokens, left_out | (found.hashes & apart)).token_coverage)
+
+
+def _similarity(found_a: CodeFingerprint, found_b: CodeFingerprint) -> tuple[float, float, float, tuple]:
+    """(similarity, share_a, share_b, copydetect's slices) of two fingerprinted cells with a token of their own."""
+    size_a, size_b = found_a.token_coverage, found_b.token_coverage
+    if not found_a.hashes & found_b.hashes:
+        return 0.0, 0.0, 0.0, ()
+    _overlap, (share_a, share_b), slices = compare_files(found_a, found_b)
+    similarity = (share_a * size_a + share_b * size_b) / (size_a + size_b)
+    return float(similarity), float(share_a), float(share_b), slices
+
+
 def _pair(notebook: str, cell: str, a: str, b: str, first: tuple, second: tuple, result: Similarity) -> Pair:
     (tokens_a, found_a), (tokens_b, found_b) = first, second
-    size_a, size_b = int(found_a.token_coverage), int(found_b.token_coverage)
-    if not found_a.hashes & found_b.hashes:
-        return Pair(notebook, cell, a, b, 0.0, 0.0, 0.0, size_a, size_b)
-    _overlap, (share_a, share_b), (slices_a, slices_b) = compare_files(found_a, found_b)
-    similarity = (share_a * size_a + share_b * size_b) / (size_a + size_b)
-    pair = Pair(notebook, cell, a, b, float(similarity), float(share_a), float(share_b), size_a, size_b)
-    if similarity >= result.threshold:  # kept for the page: the matching slices, in the sources' own offsets
-        pair.slices = (_spans(tokens_a, slices_a), _spans(tokens_b, slices_b))
+    similarity, share_a, share_b, slices = _similarity(found_a, found_b)
+    pair = Pair(notebook, cell, a, b, similarity, share_a, share_b, int(found_a.token_coverage),
+                int(found_b.token_coverage))  # fmt: skip
+    if slices and similarity >= result.threshold:  # kept for the page: the matching slices, in source offsets
+        pair.slices = (_spans(tokens_a, slices[0]), _spans(tokens_b, slices[1]))
         for who, cell_tokens in ((a, tokens_a), (b, tokens_b)):
             result.sources[(notebook, cell, who)] = cell_tokens.source
     return pair
@@ -214,11 +343,28 @@ def csv_rows(result: Similarity) -> list[list[str]]:
 
 def summary(result: Similarity) -> list[str]:
     flagged = result.flagged
+    small = [c.cell for c in result.cells if not c.judged]
     lines = [f"{result.assignment}: {len(result.pairs)} pair(s) scored, {len(flagged)} from {result.threshold:g}; "
-             f"{len(result.too_small)} cell(s) too small to judge (under {MIN_TOKENS} tokens of their own), "
-             f"{len(result.unchanged)} unchanged from the release"]  # fmt: skip
+             f"{len(small)} answer cell(s) too small to judge (their solution has under {MIN_TOKENS} tokens that no "
+             f"answer written apart holds too){': ' if small else ''}{', '.join(small)}; {len(result.too_small)} "
+             f"answer(s) too small to judge (under {MIN_TOKENS} tokens of their own), {len(result.unchanged)} "
+             f"unchanged from the release"]  # fmt: skip
+    lines.append(common_knowledge(result))
     for p in flagged[:20]:
         lines.append(course.printable(f"  {p.similarity:.2f}  {p.cell:<24} {p.a} ~ {p.b}"))
     for who, notebook, why in result.problems:
         lines.append(course.printable(f"not compared: {who} {notebook}: {why}")[:200])
     return lines
+
+
+def common_knowledge(result: Similarity) -> str:
+    """What was left out as common knowledge, and where the class was too small for it."""
+    few = [c for c in result.cells if c.answers <= result.common]
+    said = (f"common knowledge (a passage held by more than {result.common} answers, copies of one another counted "
+            f"once): {sum(c.common for c in result.cells)} fingerprint(s) left out in "
+            f"{sum(1 for c in result.cells if c.common)} of {len(result.cells)} answer cell(s)")  # fmt: skip
+    if few:
+        said += (f"; {len(few)} cell(s) have {result.common} answers or fewer (the solution's included): there only "
+                 f"the course's solutions to other cells tell what is common (an earlier term's answers, --earlier, "
+                 f"tell a small class more)")  # fmt: skip
+    return said

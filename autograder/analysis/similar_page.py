@@ -11,7 +11,7 @@ from markupsafe import Markup
 from autograder.analysis import plots
 from autograder.analysis.items import histogram
 from autograder.analysis.page import document, table, text
-from autograder.analysis.similar import MAX_SHOWN, MIN_TOKENS, Pair, Similarity
+from autograder.analysis.similar import MAX_SHOWN, MIN_TOKENS, Pair, Similarity, common_knowledge
 
 SHOWN_CHARACTERS = 20_000  # of one cell on the page (a cell is at most similar.MAX_CELL)
 
@@ -61,10 +61,16 @@ def page(result: Similarity) -> str:
         Markup(
             "<p class=note>Similarity: the share of both cells' own tokens that the other holds too, from "
             "fingerprints of 12 tokens within a statement (copydetect's winnowing), with names, comments, "
-            "docstrings and layout not counted and the released stub left out. [solutions] is the published "
-            f"solution. A cell with fewer than {MIN_TOKENS} tokens of its own is too small to judge. A high "
-            "score is a reason to look, not a verdict.</p>"
+            "docstrings and layout not counted. A cell's own tokens leave out the released stub and common "
+            f"knowledge: a passage held by more than {result.common} answers written apart (the cell's answers, "
+            "copies of one another counted once, and the course's solutions to its other cells), as MOSS leaves "
+            "out a passage found in many programs. [solutions] is the published solution. An answer cell is too "
+            f"small to judge where its solution has fewer than {MIN_TOKENS} tokens that no answer written apart "
+            "from it holds too (one formula that every correct answer writes out alike); an answer is, where it has "
+            f"fewer than {MIN_TOKENS} tokens of its own. Neither is scored. A high score is a reason to look, not a "
+            "verdict.</p>"
         ),  # fmt: skip
+        Markup("<p>") + text(common_knowledge(result)) + Markup(".</p>"),
     ]
     if result.pairs:
         body.append(plots.histogram(histogram([p.similarity for p in result.pairs], 1.0, 20),
@@ -74,17 +80,22 @@ def page(result: Similarity) -> str:
     top = {}
     for p in result.pairs:
         top[(p.notebook, p.cell)] = max(top.get((p.notebook, p.cell), 0.0), p.similarity)
-    rows = [
-        [nb, cell, own, by_cell[(nb, cell)], f"{top.get((nb, cell), 0.0):.2f}"]
-        for nb, cell, own in result.cells
-    ]
-    body.append(table(["notebook", "answer cell", "solution's own tokens", "pairs scored", "highest"], rows,
-                      numeric=(2, 3, 4)))  # fmt: skip
+    rows = [[c.notebook, c.cell, c.answers, c.common, c.solution_tokens, c.specific, "yes" if c.judged else "no",
+             by_cell[(c.notebook, c.cell)], f"{top.get((c.notebook, c.cell), 0.0):.2f}"] for c in result.cells]  # fmt: skip
+    body.append(table(["notebook", "answer cell", "answers", "common fingerprints", "solution's own tokens",
+                       "of them, held by no answer written apart", "judged", "pairs scored", "highest"], rows,
+                      numeric=(2, 3, 4, 5, 7, 8)))  # fmt: skip
     body.append(Markup("<h2>Pairs from the threshold</h2>"))
     body += [_pair(result, p) for p in flagged[:MAX_SHOWN]] or [text("None.")]
     body.append(Markup("<h2>Not judged</h2>"))
+    cells = [[f"{c.notebook}: {c.cell}", c.specific] for c in result.cells if not c.judged]
+    body.append(
+        Markup(f"<h3>Answer cells too small to judge (the solution's own under {MIN_TOKENS} tokens)</h3>")
+    )
+    body.append(table(["cell", "solution's tokens held by no answer written apart"], cells, numeric=(1,))
+                if cells else text("None."))  # fmt: skip
     small = [[who, f"{nb}: {cell}", own] for nb, cell, who, own in result.too_small]
-    body.append(Markup(f"<h3>Too small to judge (under {MIN_TOKENS} tokens of their own)</h3>"))
+    body.append(Markup(f"<h3>Answers too small to judge (under {MIN_TOKENS} tokens of their own)</h3>"))
     body.append(table(["who", "cell", "own tokens"], small, numeric=(2,)) if small else text("None."))
     body.append(Markup("<h3>Not read or not compared</h3>"))
     body.append(table(["who", "notebook", "why"], result.problems) if result.problems else text("None."))

@@ -57,6 +57,78 @@ def pair_norms_hypot(x, layout="half"):
     return torch.hypot(x[..., :half], x[..., half:])
 
 
+def pair_norms_vector_norm(x, layout="half"):
+    """05: the pairs laid along a new last axis of two, then the vector norm over that axis."""
+    if layout == "half":
+        pairs = x.unflatten(-1, (2, -1)).transpose(-1, -2)
+    elif layout == "interleaved":
+        pairs = x.unflatten(-1, (-1, 2))
+    else:
+        raise ValueError(f"no layout called {layout!r}: use 'half' or 'interleaved'")
+    return torch.linalg.vector_norm(pairs, dim=-1)
+
+
+def pair_norms_loop(x, layout="half"):
+    """05: one pair at a time, the square root of the sum of its two squares."""
+    if layout not in ("half", "interleaved"):
+        raise ValueError("layout is 'half' or 'interleaved'")
+    d = x.shape[-1]
+    norms = []
+    for i in range(d // 2):
+        if layout == "half":
+            first, second = x[..., i], x[..., i + d // 2]
+        else:
+            first, second = x[..., 2 * i], x[..., 2 * i + 1]
+        norms.append((first * first + second * second).sqrt())
+    return torch.stack(norms, dim=-1)
+
+
+def pair_norms_squares(x, layout="half"):
+    """05: every coordinate squared first, then the two squares of each pair added."""
+    sq = x.pow(2)
+    n = x.size(-1) // 2
+    if layout == "half":
+        total = sq[..., :n] + sq[..., n:]
+    elif layout == "interleaved":
+        total = sq[..., ::2] + sq[..., 1::2]
+    else:
+        raise ValueError(f"unexpected layout: {layout}")
+    return total.sqrt()
+
+
+def pair_norms_stacked(x, layout="half"):
+    """05: the two coordinates of each pair stacked on a last axis, then ``torch.linalg.norm`` over it."""
+    half = x.shape[-1] // 2
+    if layout == "half":
+        u, v = x[..., :half], x[..., half:]
+    elif layout == "interleaved":
+        u, v = x[..., ::2], x[..., 1::2]
+    else:
+        raise ValueError(f"layout {layout!r} is neither 'half' nor 'interleaved'")
+    return torch.linalg.norm(torch.stack((u, v), dim=-1), dim=-1)
+
+
+def pair_norms_one_line(x, layout="half"):
+    """05: both layouts' pairs in one conditional expression, then ``hypot``'s formula written out."""
+    if layout not in {"half", "interleaved"}:
+        raise ValueError(f"layout={layout!r}?")
+    h = x.shape[-1] // 2
+    left, right = (x[..., ::2], x[..., 1::2]) if layout == "interleaved" else (x[..., :h], x[..., h:])
+    return (left.square() + right.square()).sqrt()
+
+
+def pair_norms_halves(x, layout="half"):
+    """05: the obvious way, the interleaved layout first: the two coordinates of each pair, then Pythagoras."""
+    if layout == "interleaved":
+        even, odd = x[..., 0::2], x[..., 1::2]
+    elif layout == "half":
+        mid = x.shape[-1] // 2
+        even, odd = x[..., :mid], x[..., mid:]
+    else:
+        raise ValueError("layout must be half or interleaved")
+    return torch.sqrt(even**2 + odd**2)
+
+
 def p_rope_threshold(inv_freq, p):
     """05: the kept frequencies found by sorting, everything else multiplied by zero."""
     count = int(p * len(inv_freq))
@@ -113,6 +185,68 @@ def llama3_loop(head_dim, base, params, seq_len=None):
     return torch.tensor(result, dtype=torch.float64), 1.0
 
 
+def llama3_where(head_dim, base, params, seq_len=None):
+    """07: Llama 3.1's rule on every pair at once, as Hugging Face writes it: ``torch.where`` picks the frequency
+    divided by the factor, kept, or blended."""
+    old_len = params["original_max_position_embeddings"]
+    factor = params["factor"]
+    low_freq_wavelen = old_len / params["low_freq_factor"]
+    high_freq_wavelen = old_len / params["high_freq_factor"]
+    freqs = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    wavelen = 2 * math.pi / freqs
+    out = torch.where(wavelen > low_freq_wavelen, freqs / factor, freqs)
+    smooth = (old_len / wavelen - params["low_freq_factor"]) / (
+        params["high_freq_factor"] - params["low_freq_factor"]
+    )
+    blended = (1 - smooth) * out / factor + smooth * out
+    medium = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+    return torch.where(medium, blended, out), 1.0
+
+
+def llama3_turns(head_dim, base, params, seq_len=None):
+    """07: Llama 3.1's rule by turns over the original length (the inverse of the wavelength's share of it): the
+    ramp clamped to [0, 1] is the share of each frequency kept, the rest divided by the factor."""
+    s = params["factor"]
+    a, b = params["low_freq_factor"], params["high_freq_factor"]
+    theta = torch.tensor([base ** (-i / head_dim) for i in range(0, head_dim, 2)], dtype=torch.float64)
+    turns = theta * params["original_max_position_embeddings"] / (2 * math.pi)
+    ramp = torch.clamp((turns - a) / (b - a), min=0.0, max=1.0)
+    return theta * (ramp + (1 - ramp) / s), 1.0
+
+
+def llama3_nested(head_dim, base, params, seq_len=None):
+    """07: Llama 3.1's rule as a function of one frequency, applied to each in a list comprehension."""
+    original = params["original_max_position_embeddings"]
+    low, high, factor = params["low_freq_factor"], params["high_freq_factor"], params["factor"]
+
+    def scaled(freq):
+        period = 2 * math.pi / freq
+        if period > original / low:
+            return freq / factor
+        if period < original / high:
+            return freq
+        weight = (original / period - low) / (high - low)
+        return freq / factor + weight * (freq - freq / factor)
+
+    return torch.tensor(
+        [scaled(base ** (-k / head_dim)) for k in range(0, head_dim, 2)], dtype=torch.float64
+    ), 1.0
+
+
+def llama3_bands(head_dim, base, params, seq_len=None):
+    """07: the notebook's blend for every pair, then the two outer bands of wavelength overwritten through masks."""
+    s, L = params["factor"], params["original_max_position_embeddings"]
+    lo_f, hi_f = params["low_freq_factor"], params["high_freq_factor"]
+    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    lam = 2 * math.pi / theta
+    smooth = (L / lam - lo_f) / (hi_f - lo_f)
+    new = (1 - smooth) * theta / s + smooth * theta
+    kept, divided = lam < L / hi_f, lam > L / lo_f
+    new[kept] = theta[kept]
+    new[divided] = theta[divided] / s
+    return new, 1.0
+
+
 def dynamic_ntk_direct(head_dim, base, params, seq_len=None):
     """07: Dynamic NTK with the base grown from the current length (never below the original)."""
     scale, trained = params["factor"], params["original_max_position_embeddings"]
@@ -120,6 +254,57 @@ def dynamic_ntk_direct(head_dim, base, params, seq_len=None):
     grown = base * ((scale * length / trained) - (scale - 1)) ** (head_dim / (head_dim - 2))
     exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
     return 1.0 / grown**exponents, 1.0
+
+
+def ntk_frequencies(head_dim, base, params, seq_len=None):
+    """07's earlier answer cell, which an answer below calls (the notebook's own is put in its place)."""
+    grown = base * params["factor"] ** (head_dim / (head_dim - 2))
+    return grown ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim), 1.0
+
+
+def dynamic_ntk_reuse(head_dim, base, params, seq_len=None):
+    """07: Dynamic NTK as NTK's rule (the notebook's earlier function) with the factor the current length gives."""
+    trained = params["original_max_position_embeddings"]
+    s = params["factor"]
+    if seq_len is None or seq_len <= trained:
+        current = trained
+    else:
+        current = seq_len
+    stretch = s * current / trained - s + 1
+    inv_freq, _ = ntk_frequencies(head_dim, base, {"factor": stretch})
+    return inv_freq, 1.0
+
+
+def dynamic_ntk_factor_first(head_dim, base, params, seq_len=None):
+    """07: the factor for the current length first, then the notebook's NTK-aware function with it."""
+    s, L = params["factor"], params["original_max_position_embeddings"]
+    n = max(seq_len, L) if seq_len is not None else L
+    alpha = s * n / L - (s - 1)
+    freqs, _ = ntk_frequencies(head_dim, base, {"factor": alpha})
+    return freqs, 1.0
+
+
+def dynamic_ntk_loop(head_dim, base, params, seq_len=None):
+    """07: Dynamic NTK pair by pair, the length first raised to the current one where that is longer."""
+    factor = params["factor"]
+    original = params["original_max_position_embeddings"]
+    length = original
+    if seq_len is not None and seq_len > original:
+        length = seq_len
+    b = base * ((factor * length / original) - (factor - 1)) ** (head_dim / (head_dim - 2))
+    return torch.tensor(
+        [1.0 / b ** (2 * j / head_dim) for j in range(head_dim // 2)], dtype=torch.float64
+    ), 1.0
+
+
+def dynamic_ntk_exponents(head_dim, base, params, seq_len=None):
+    """07: Dynamic NTK with the pair index as a tensor and the grown base's negative powers."""
+    L = params["original_max_position_embeddings"]
+    n = L if seq_len is None else max(L, seq_len)
+    alpha = params["factor"] * n / L - params["factor"] + 1
+    new_base = base * alpha ** (head_dim / (head_dim - 2))
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    return new_base ** (-2 * i / head_dim), 1.0
 
 
 class ALiBiWithOwnSlopes(PositionHandler):
