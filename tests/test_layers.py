@@ -49,6 +49,8 @@ SUBPACKAGES = {"posref.kernels", "posref.lab", "posref.grading", "posref.explore
 NO_EXERCISE = {
     "default": "plain RoPE: notebook 04 grades rope_cos_sin and apply_rope",
     "longrope": "notebook 07 runs a piece of LongRoPE's search (posref.longrope_search); no frequency exercise",
+    "dynamic": "notebook 07 gives its rule as code to read and run (test_checkers holds it to the library's)",
+    "llama3": "notebook 07 gives its rule as code to read and run (test_checkers holds it to the library's)",
 }
 
 

@@ -67,20 +67,6 @@ INDEPENDENT = {
     "p_rope": [ia.p_rope_threshold],
     "ntk_pair_factor": [ia.ntk_pair_factor_loop],
     "ntk_by_parts_frequencies": [ia.ntk_by_parts_loop],
-    "llama3_frequencies": [
-        ia.llama3_loop,
-        ia.llama3_where,
-        ia.llama3_turns,
-        ia.llama3_nested,
-        ia.llama3_bands,
-    ],
-    "dynamic_ntk_frequencies": [
-        ia.dynamic_ntk_direct,
-        ia.dynamic_ntk_reuse,
-        ia.dynamic_ntk_loop,
-        ia.dynamic_ntk_exponents,
-        ia.dynamic_ntk_factor_first,
-    ],
     "rope_handler": [RoPEHandlerComplex],
     "alibi_handler": [ia.ALiBiWithOwnSlopes],
 }
@@ -93,15 +79,12 @@ CHECKED = [
     (grading.check_p_rope, ia.p_rope_threshold),
     (grading.check_ntk_pair_factor, ia.ntk_pair_factor_loop),
     (grading.check_rope_frequencies_ntk_by_parts, ia.ntk_by_parts_loop),
-    *((grading.check_rope_frequencies_llama3, fn) for fn in INDEPENDENT["llama3_frequencies"]),
-    *((grading.check_rope_frequencies_dynamic, fn) for fn in INDEPENDENT["dynamic_ntk_frequencies"]),
     (check_alibi_handler, lab.alibi_attention(ia.ALiBiWithOwnSlopes)),
 ]
 # what an earlier answer cell of the notebook defines, which an answer calls instead of its own copy
 GIVEN = {
     "t5_bucket_hf_style": "t5_bucket",
     "apply_rope_complex": "apply_rope",
-    "ntk_frequencies": "ntk_frequencies",
 }
 # markup in a comment and in a string that is a whole statement: neither counts, both are shown as text
 HOSTILE = "# <script>fetch('/pwned/1')</script>\n'<img src=x onerror=alert(1)>'\n"

@@ -152,9 +152,6 @@ FREQUENCY_WRONG = {
     "ntk_by_parts": ("betas given", lambda d, b, p, seq_len=None: posref.rope_frequencies(
         d, base=b, scaling={"rope_type": "ntk_by_parts", "factor": p["factor"],
                             "original_max_position_embeddings": p["original_max_position_embeddings"]})),
-    "dynamic": ("seq_len past L", lambda d, b, p, seq_len=None: (posref.scaling.default_inv_freq(d, b), 1.0)),
-    "llama3": ("other band factors", lambda d, b, p, seq_len=None: posref.rope_frequencies(
-        d, base=b, scaling={**p, "rope_type": "llama3", "low_freq_factor": 1.0, "high_freq_factor": 4.0})),
 }  # fmt: skip
 
 

@@ -381,10 +381,8 @@ def _transformers_frequencies(rope_type):
     [
         ("linear", _linear_closed_form),
         ("ntk", _ntk_closed_form),
-        ("dynamic", _dynamic_closed_form),
         ("ntk_by_parts", _by_parts_closed_form),
         ("yarn", _transformers_frequencies("yarn")),
-        ("llama3", _transformers_frequencies("llama3")),
     ],
 )
 def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
@@ -392,8 +390,61 @@ def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
     grading.check_frequencies(fn, rope_type, hidden=True)
 
 
+def _given_in_07() -> dict:
+    """Notebook 07's given rules (Llama 3, Dynamic NTK: code the student reads and runs, not graded), defined as
+    the solution runs them, over the model answers of Exercises 1 and 2 they build on."""
+    import nbformat
+
+    from autograder.course import REPO
+
+    cells = {
+        c.get("id"): c.source for c in nbformat.read(REPO / "solutions/07_scaling/07_scaling.ipynb", 4).cells
+    }
+    namespace = {"math": math, "torch": torch}
+    for cell in ("cell-03", "cell-06", "cell-12", "dynamic-ntk-given"):
+        exec(cells[cell], namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("bands", [(1.0, 4.0), (1.0, 2.0), (2.0, 8.0)])
+def test_07s_given_llama3_is_the_librarys_rule(bands):
+    given, library = _given_in_07()["llama3_frequencies"], _transformers_frequencies("llama3")
+    for head_dim, base, factor, original in (
+        (16, 50.0, 4.0, 64),
+        (128, 500000.0, 8.0, 8192),
+        (64, 1e4, 2.5, 2048),
+    ):
+        params = {"factor": factor, "original_max_position_embeddings": original}
+        params["low_freq_factor"], params["high_freq_factor"] = bands
+        ours, theirs = given(head_dim, base, params), library(head_dim, base, params)
+        torch.testing.assert_close(ours[0].double(), theirs[0].double(), rtol=1e-6, atol=0)
+        assert ours[1] == theirs[1] == 1.0
+
+
+def test_07s_given_dynamic_ntk_is_the_librarys_rule_at_every_length():
+    hf_reference = pytest.importorskip("hf_reference")
+    given = _given_in_07()["dynamic_ntk_frequencies"]
+    for head_dim, base, factor, original in ((16, 50.0, 4.0, 64), (128, 1e4, 2.0, 4096)):
+        params = {"factor": factor, "original_max_position_embeddings": original}
+        # the library reads L from the model's max_position_embeddings, not from the scaling dict
+        config = hf_reference.hf_config(
+            head_dim,
+            base=base,
+            scaling={"rope_type": "dynamic", "factor": factor},
+            max_position_embeddings=original,
+        )
+        for seq_len in (None, original // 2, original, 3 * original):
+            ours = given(head_dim, base, params, seq_len=seq_len)
+            torch.testing.assert_close(
+                ours[0].double(), _dynamic_closed_form(head_dim, base, params, seq_len)[0]
+            )
+            theirs = hf_reference.hf_init(config, seq_len=seq_len)[0].double()
+            torch.testing.assert_close(ours[0].double(), theirs, rtol=1e-6, atol=0)
+            assert ours[1] == 1.0
+
+
 def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
-    assert list(FREQUENCY_MISTAKES) == ["linear", "ntk", "yarn", "dynamic", "ntk_by_parts", "llama3"]
+    assert list(FREQUENCY_MISTAKES) == ["linear", "ntk", "yarn", "ntk_by_parts"]
     for rope_type in FREQUENCY_MISTAKES:
         assert rope_type in posref.SCALING_METHODS
         assert callable(getattr(grading, f"check_rope_frequencies_{rope_type}"))
@@ -416,14 +467,6 @@ def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
             lambda d, b, p, seq_len=None: _ntk_closed_form(d, b, {"factor": p["factor"] ** ((d - 2) / d)}),
             "not base * factor",
         ),
-        ("dynamic", lambda d, b, p, seq_len=None: _ntk_closed_form(d, b, p), "a fixed alpha = factor"),
-        (
-            "dynamic",
-            lambda d, b, p, seq_len=None: _ntk_closed_form(
-                d, b, {"factor": max(1.0, (seq_len or 1) / p["original_max_position_embeddings"])}
-            ),
-            "the paper's",
-        ),
         (
             "ntk_by_parts",
             lambda d, b, p, seq_len=None: (
@@ -440,7 +483,6 @@ def test_frequency_checkers_are_the_registered_methods_with_an_exercise():
             ),
             "attention factor",
         ),
-        ("llama3", lambda d, b, p, seq_len=None: _linear_closed_form(d, b, p), "keeps the short wavelengths"),
     ],
 )
 def test_frequency_checkers_name_the_classic_mistakes(rope_type, wrong, hint):

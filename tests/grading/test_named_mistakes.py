@@ -58,15 +58,6 @@ def yarn_ramp_backwards(head_dim, base, params, seq_len=None):
     return _by_parts(head_dim, base, params, 1 - gamma), 0.1 * math.log(params["factor"]) + 1.0
 
 
-def llama3_blend_backwards(head_dim, base, params, seq_len=None):
-    theta, s, length = _plain(head_dim, base), params["factor"], params[L_KEY]
-    low, high = params["low_freq_factor"], params["high_freq_factor"]
-    wavelength = 2 * math.pi / theta
-    smooth = (length / wavelength - low) / (high - low)
-    out = torch.where(wavelength < length / high, theta, smooth * theta / s + (1 - smooth) * theta)
-    return torch.where(wavelength > length / low, theta / s, out).float(), 1.0
-
-
 class ALiBiAnyCount(PositionHandler):
     """ALiBi with 2**(-8h/n) for every head count (right only for powers of two)."""
 
@@ -123,7 +114,6 @@ NAMED = [
     ),
     (_frequencies("ntk_by_parts"), ntk_by_parts_default_betas, "what the defaults 32 and 1 give"),
     (_frequencies("yarn"), yarn_ramp_backwards, "the ramp runs the wrong way"),
-    (_frequencies("llama3"), llama3_blend_backwards, "the blend runs the wrong way"),
     (grading.check_alibi_handler, alibi_any_count, "for a head count that is not a power of two"),
     (grading.check_rope_handler, rope_exponent_i, "the exponent is 2i/D (you used i/D)"),
 ]

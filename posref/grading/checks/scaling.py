@@ -8,7 +8,6 @@ names them (``{"factor": 8.0, "original_max_position_embeddings": 8192, ...}``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 
@@ -23,7 +22,6 @@ from posref.scaling import (
     ORIGINAL_LEN_KEY,
     SCALING_METHODS,
     default_inv_freq,
-    ntk_base,
     ratio_ramp,
     rope_frequencies,
     yarn_index_ramp,
@@ -32,27 +30,19 @@ from posref.scaling import (
 
 # YaRN's optional keys: absent (the paper's 32 and 1), or other turn counts such as notebook 07's toy betas
 _YARN_BETAS = (None, {"beta_fast": 4.0, "beta_slow": 1.0}, {"beta_fast": 16.0, "beta_slow": 2.0})
-# Llama 3's bands: (low_freq_factor, high_freq_factor), Llama 3.1's first
-_LLAMA3_BANDS = ((1.0, 4.0), (1.0, 2.0), (2.0, 4.0), (2.0, 8.0))
-_LENGTHS = (None, "below", "at", "above")  # seq_len: at initialisation, shorter than L, L, longer
 
 
 def _axes(rope_type: str) -> dict[str, tuple]:
     """The case classes of ``rope_type``'s hidden cases: each option of each axis is drawn in every run."""
     axes: dict[str, tuple] = {"factor": ("whole", "fraction"), "base": (10000.0, "other")}
-    if SCALING_METHODS[rope_type].length_dependent:
-        axes["seq_len"] = _LENGTHS
     if rope_type in ("yarn", "ntk_by_parts"):
         axes["betas"] = _YARN_BETAS
-    if rope_type == "llama3":
-        axes["bands"] = _LLAMA3_BANDS
     return axes
 
 
 def _visible(index: int) -> dict:
     """The visible cases' classes: the last of three has toy betas, so reading them is checked in the notebook."""
-    return {"factor": "whole", "base": 10000.0, "seq_len": (None, "below", "above")[index],
-            "betas": (None, None, _YARN_BETAS[1])[index], "bands": _LLAMA3_BANDS[index]}  # fmt: skip
+    return {"factor": "whole", "base": 10000.0, "betas": (None, None, _YARN_BETAS[1])[index]}
 
 
 def _case(draw: Draw, rope_type: str, head_dim: int, c: dict) -> Case:
@@ -65,38 +55,16 @@ def _case(draw: Draw, rope_type: str, head_dim: int, c: dict) -> Case:
         params[ORIGINAL_LEN_KEY] = original
     if rope_type in ("yarn", "ntk_by_parts"):
         params.update(c["betas"] or {})
-    if rope_type == "llama3":
-        params["low_freq_factor"], params["high_freq_factor"] = c["bands"]
-    args = (head_dim, base, params)
-    if SCALING_METHODS[rope_type].length_dependent:
-        shorter, longer = draw.int(1, original - 1), draw.int(original + 1, 16 * original)
-        if not draw.hidden:
-            shorter, longer = original // 2, 3 * original
-        args += ({"below": shorter, "at": original, "above": longer}.get(c["seq_len"]),)
-    return Case(args, atol=1e-12, rtol=1e-5)
+    return Case((head_dim, base, params), atol=1e-12, rtol=1e-5)
 
 
 def _reference(rope_type: str, head_dim, base, params, seq_len=None):
     return rope_frequencies(head_dim, base=base, scaling={"rope_type": rope_type, **params}, seq_len=seq_len)
 
 
-def _plain(head_dim, base, params, seq_len=None):
-    return default_inv_freq(head_dim, base), 1.0
-
-
 def _yarn_default_betas(d, b, p, ramp, seq_len=None):
     p = {key: value for key, value in p.items() if key not in ("beta_fast", "beta_slow")}
     return _reference("yarn", d, b, {**p, "ramp": ramp})
-
-
-def _ntk_at(alpha_of: Callable[[float, int, int | None], float]):
-    """NTK-aware frequencies with ``alpha = alpha_of(factor, L, seq_len)``: Dynamic NTK's wrong rules."""
-
-    def run(d, b, p, seq_len=None):
-        alpha = alpha_of(p["factor"], p[ORIGINAL_LEN_KEY], seq_len)
-        return default_inv_freq(d, ntk_base(b, alpha, d)), 1.0
-
-    return run
 
 
 def _by_parts_weighted(
@@ -118,20 +86,9 @@ def _by_parts_weighted(
     return run
 
 
-def _llama3_blend_inverted(d, b, p, seq_len=None):
-    """Llama 3's bands with ``smooth`` and ``1 - smooth`` swapped in the blend."""
-    inv_freq, factor, original = default_inv_freq(d, b), p["factor"], p[ORIGINAL_LEN_KEY]
-    low, high = p["low_freq_factor"], p["high_freq_factor"]
-    wavelength = 2 * math.pi / inv_freq
-    smooth = (original / wavelength - low) / (high - low)
-    blended = smooth * inv_freq / factor + (1 - smooth) * inv_freq
-    kept, divided = wavelength < original / high, wavelength > original / low
-    return torch.where(kept, inv_freq, torch.where(divided, inv_freq / factor, blended)), 1.0
-
-
 # the function notebook 07 has a student write for each method: what a failing check names (code, in every language)
 FUNCTION_NAMES = {"linear": "linear_frequencies", "ntk": "ntk_frequencies", "ntk_by_parts": "ntk_by_parts_frequencies",
-                  "yarn": "yarn_frequencies", "llama3": "llama3_frequencies", "dynamic": "dynamic_ntk_frequencies"}  # fmt: skip
+                  "yarn": "yarn_frequencies"}  # fmt: skip
 # the methods notebook 07 has an exercise for (the registry's others have none), each with the mistakes its
 # checker names when a student makes them
 FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
@@ -166,20 +123,6 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
             "that turn fewer than beta_slow times are divided by the factor (theta / s)"
         ): (_by_parts_weighted(lambda w: 1 - w, yarn_mscale)),
     },
-    "dynamic": {
-        N_(
-            "up to the training length L Dynamic NTK is plain RoPE: the length it reads is n = max(seq_len, L) "
-            "(and L when seq_len is None)"
-        ): _ntk_at(lambda s, L, t: s * t / L - (s - 1) if t else 1.0),
-        N_(
-            "Dynamic NTK grows its alpha with the length (factor * n / L - (factor - 1), n = max(seq_len, L)); "
-            "a fixed alpha = factor is static NTK-aware"
-        ): _ntk_at(lambda s, L, t: s),
-        N_(
-            "this checker follows the transformers library's rule alpha = factor * n / L - (factor - 1); "
-            "max(1, n / L) is the paper's"
-        ): _ntk_at(lambda s, L, t: max(1.0, max(t or L, L) / L)),
-    },
     "ntk_by_parts": {
         N_("NTK-by-parts has no temperature: its attention factor is 1 (0.1 ln s + 1 is what YaRN adds)"): (
             _by_parts_weighted(lambda w: w, yarn_mscale)
@@ -196,17 +139,6 @@ FREQUENCY_MISTAKES: dict[str, dict[str, Callable]] = {
             "params holds beta_fast and beta_slow in this case, and your output is what the defaults 32 and 1 "
             'give: read them with params.get("beta_fast", 32.0) and params.get("beta_slow", 1.0)'
         ): _by_parts_weighted(lambda w: w, read_betas=False),
-    },
-    "llama3": {
-        N_(
-            "Llama 3 keeps the short wavelengths (lambda < L / high_freq_factor) and divides only the long ones "
-            "(lambda > L / low_freq_factor) by the factor, blending in between"
-        ): (lambda d, b, p, seq_len=None: (default_inv_freq(d, b) / p["factor"], 1.0)),
-        N_("that is plain RoPE: apply the Llama 3 rule to the wavelengths 2 pi / inv_freq"): _plain,
-        N_(
-            "the blend runs the wrong way: between the bands theta' = (1 - smooth) theta / s + smooth theta, so that a "
-            "pair near the short band (smooth near 1) is nearly kept"
-        ): _llama3_blend_inverted,
     },
 }
 
@@ -226,13 +158,11 @@ def _other_correct(rope_type: str) -> Callable | None:
 @enforce_rules
 def check_frequencies(fn: Callable, rope_type: str, *, hidden: bool = False, device=None) -> None:
     """``fn(head_dim, base, params, seq_len=None)`` -> ``(inv_freq, attention_factor)`` like posref's
-    ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``dynamic``, ``ntk_by_parts``,
-    ``yarn``, ``llama3``); a length-dependent method's cases carry ``seq_len`` (None, below, at or above ``L``).
-    Frequencies are float32 on the CPU; the tolerance is a few float32 units in the last place (relative). For
-    YaRN the paper's ramp and the library's are both accepted. Hidden cases (``_axes``): a whole and a fractional
-    factor, base 10000 and another; ``seq_len`` None, below, at and above ``L`` (Dynamic NTK); no betas and two
-    other pairs (YaRN, NTK-by-parts; the last visible case has betas too); four pairs of Llama 3's band factors;
-    each at least once in 16."""
+    ``rope_type`` method (one of ``FREQUENCY_MISTAKES``: ``linear``, ``ntk``, ``ntk_by_parts``, ``yarn``; notebook
+    07 gives Llama 3's and Dynamic NTK's rules as code to read, ungraded). Frequencies are float32 on the CPU; the
+    tolerance is a few float32 units in the last place (relative). For YaRN the paper's ramp and the library's are
+    both accepted. Hidden cases (``_axes``): a whole and a fractional factor, base 10000 and another; no betas and
+    two other pairs (YaRN, NTK-by-parts; the last visible case has betas too); each at least once in 16."""
     if rope_type not in FREQUENCY_MISTAKES:
         checked = ", ".join(FREQUENCY_MISTAKES)
         raise ValueError(f"no frequency checker for rope_type {rope_type!r}; expected one of {checked}")
@@ -271,23 +201,10 @@ def check_rope_frequencies_yarn(fn: Callable, *, hidden: bool = False, device=No
 
 
 @enforce_rules
-def check_rope_frequencies_dynamic(fn: Callable, *, hidden: bool = False, device=None) -> None:
-    """Dynamic NTK (emozilla 2023; YaRN paper, arXiv 2309.00071, section 3.3) as transformers computes it, with
-    ``seq_len`` None, below, at and above the training length: ``check_frequencies(fn, "dynamic")``."""
-    check_frequencies(fn, "dynamic", hidden=hidden, device=device)
-
-
-@enforce_rules
 def check_rope_frequencies_ntk_by_parts(fn: Callable, *, hidden: bool = False, device=None) -> None:
     """NTK-by-parts (YaRN paper, arXiv 2309.00071, section 3.2: the ramp in turns, no temperature):
     ``check_frequencies(fn, "ntk_by_parts")``."""
     check_frequencies(fn, "ntk_by_parts", hidden=hidden, device=device)
-
-
-@enforce_rules
-def check_rope_frequencies_llama3(fn: Callable, *, hidden: bool = False, device=None) -> None:
-    """Llama 3.1's wavelength bands: ``check_frequencies(fn, "llama3")``."""
-    check_frequencies(fn, "llama3", hidden=hidden, device=device)
 
 
 @enforce_rules
