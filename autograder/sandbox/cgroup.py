@@ -61,13 +61,14 @@ def _own_group(controller: str | None) -> Path | None:
             controller and controller not in controllers.split(",")
         ):
             continue
+        own = Path("/" + path.lstrip("/"))
         for before, after in (m for m in mounts if len(m) == 2):
             fstype, _, options = (after.split() + ["", ""])[:3]
             root, point = before.split()[3:5]
             if fstype == wanted and (controller is None or controller in options.split(",")):
-                inside = Path("/" + path.lstrip("/")).relative_to(root) if path.startswith(root) else None
-                if inside is not None:
-                    return Path(point) / inside
+                # under the mount's root as a folder, not by a name's first letters: /foobar is not under /foo
+                if own.is_relative_to(root):
+                    return Path(point) / own.relative_to(root)
     return None
 
 

@@ -294,3 +294,19 @@ def test_the_sandbox_says_what_bounds_memory_and_what_a_timed_round_is_charged_h
         assert mode.endswith(
             f"reaped ones included (closed by the sandbox's PID namespace; no CPU cgroup: {SANDBOX.cpu.problem})"
         )
+
+
+def test_a_cgroup_beside_a_mounts_root_is_not_taken_for_one_under_it(monkeypatch):
+    """The grader's cgroup is /foobar/x; a cgroup2 mount's root is /foo, a folder beside it whose name begins the
+    same. Its path is not under that mount: the next one, of the whole hierarchy, has it. Before, a comparison of
+    strings took it for one under /foo and Path.relative_to raised ValueError, out of Sandbox() and every grading."""
+    from autograder.sandbox import cgroup
+
+    texts = {
+        "/proc/self/cgroup": "0::/foobar/x\n",
+        "/proc/self/mountinfo": "30 25 0:26 /foo /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw\n"
+        "31 25 0:26 / /mnt/all rw,relatime - cgroup2 cgroup2 rw\n",
+    }
+    read = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: texts.get(str(self)) or read(self, *a, **k))
+    assert cgroup._own_group(None) == Path("/mnt/all/foobar/x")
