@@ -230,8 +230,15 @@ class Sandbox:
         return f"each child's processes, reaped ones included ({closed}; no CPU cgroup: {self.cpu.problem})"
 
     def groups(self) -> ChildGroups:
-        """Fresh cgroups for one child (``cgroup.py``): its memory's and its CPU time's, where the machine has them."""
-        return ChildGroups(self.memory.make(), self.cpu.make())
+        """Fresh cgroups for one child (``cgroup.py``): its memory's and its CPU time's, where the machine has them;
+        none left behind where the second cannot be made."""
+        memory = self.memory.make()
+        try:
+            return ChildGroups(memory, self.cpu.make())
+        except BaseException:
+            if memory is not None:
+                memory.remove()
+            raise
 
     def scratch(self, base: Path) -> Path:
         """``<private dir>/work``: the private directory (root-only when root) holds the child's log; ``work`` is

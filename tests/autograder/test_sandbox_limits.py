@@ -310,3 +310,21 @@ def test_a_cgroup_beside_a_mounts_root_is_not_taken_for_one_under_it(monkeypatch
     read = Path.read_text
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: texts.get(str(self)) or read(self, *a, **k))
     assert cgroup._own_group(None) == Path("/mnt/all/foobar/x")
+
+
+@needs_cgroup
+def test_a_childs_memory_group_is_removed_when_its_cpu_group_cannot_be_made(monkeypatch):
+    """Sandbox.groups makes the memory group, then the CPU group: where the second could not be made (a cgroup
+    hierarchy's limit on groups, a folder whose rights changed), the first stayed in the hierarchy for as long as the
+    grader lived, one more each child."""
+    sandbox, made = Sandbox(), []
+    make = sandbox.memory.make
+    monkeypatch.setattr(sandbox.memory, "make", lambda: made.append(make()) or made[-1])
+
+    def refused():
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sandbox.cpu, "make", refused)
+    with pytest.raises(OSError, match="No space left"):
+        sandbox.groups()
+    assert made and not made[0].path.exists()
