@@ -123,10 +123,6 @@ class MemoryGroup:
             raise
         self._procs = str(path / "cgroup.procs")
 
-    def join(self) -> None:
-        """Move the calling process into the group (run in the forked child before exec)."""
-        self.add(os.getpid())
-
     def add(self, pid: int) -> None:
         """Move process ``pid`` into the group (what it allocates from then on counts here)."""
         _move(self._procs, pid)
