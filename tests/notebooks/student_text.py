@@ -58,6 +58,7 @@ logging.getLogger("matplotlib").addHandler(Logged(logging.WARNING))
 """
 CAPTURE = f"exec({_SEEN!r}, {{'__name__': 'matplotlib.posref_seen'}})"
 
+GLYPH = re.compile(r"missing from font|does not have a glyph", re.IGNORECASE)  # matplotlib's warnings of one
 _MARKUP = re.compile(r"<(style|script)\b.*?</\1>|<[^>]*>", re.DOTALL | re.IGNORECASE)
 
 
@@ -141,6 +142,11 @@ def student_run(nb, name: str, workdir: Path, env: dict[str, str], *, timeout: i
             record = json.loads(line)
             seen += [Seen(record["kind"], name, t.strip()) for t in record["text"].splitlines() if t.strip()]
     return seen, failed, passed_stubs, nb
+
+
+def missing_glyphs(seen: list[Seen]) -> list[str]:
+    """The warnings of ``seen`` that say a figure drew a box for a missing glyph, each once, with where."""
+    return sorted({f"{s.where}: {s.text}" for s in seen if s.kind == "warning" and GLYPH.search(s.text)})
 
 
 # ---- which words are English ----------------------------------------------------------------------------------

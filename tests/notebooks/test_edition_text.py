@@ -1,15 +1,20 @@
 """A student of a Chinese edition reads no English the course could have translated (issue 38), and no edition draws
 a box for a missing glyph.
 
-Each edition's notebooks run once, at fast settings, in one unit per edition (``student_text.student_run``: the
-solution, with each exercise's released stub and its checks run before its answer, so the first failure a student
-meets is read too). What is read: every output line (printed text, displayed values, the message of every error),
-every text of every figure (titles, axes, ticks, legends, table cells) and every warning. The kernels get no
+Each Chinese edition's notebooks run once, at fast settings, in one unit per edition (``student_text.student_run``:
+the solution, with each exercise's released stub and its checks run before its answer, so the first failure a
+student meets is read too). What is read: every output line (printed text, displayed values, the message of every
+error), every text of every figure (titles, axes, ticks, legends, table cells) and every warning. The kernels get no
 ``POSREF_LANG``: each notebook says which edition it is (its first cell), and posref speaks that language.
 
-In zh-TW and zh-CN no line may hold an English word (``student_text.english_words``: code, formulas and the words
-the glossary keeps in English are not words) unless ``ALLOWED`` says why it stays English. In every edition no
-missing-glyph warning may be drawn, no cell of the solution may fail and every stub must.
+No line may hold an English word (``student_text.english_words``: code, formulas and the words the glossary keeps
+in English are not words) unless ``ALLOWED`` says why it stays English. No missing-glyph warning may be drawn, no
+cell of the solution may fail and every stub must.
+
+The English edition runs once, at its defaults, in ``test_quoted_numbers.py``, which makes this file's checks of it
+(no cell of the solution fails, every stub's checks do, no missing glyph) on that run: its code cells are the
+Chinese editions' (an edition translates the text, the comments and the strings a figure draws), whose runs here
+cover the fast sizes.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import student_text as st
 
 pytestmark = [pytest.mark.slow, pytest.mark.spread]
 
-EDITIONS = ("en", "zh-TW", "zh-CN")
+EDITIONS = ("zh-TW", "zh-CN")  # English: test_quoted_numbers.py
 NAMES = ["00_start", *sorted(p.name for p in (st.REPO / "solutions").iterdir() if p.is_dir())]
 
 # what stays English in a Chinese edition's run, and why: a whole line (a pattern), or a word wherever it stands
@@ -46,11 +51,10 @@ KEPT = {
         "longrope", "llama", "cpu", "cuda", "attention", "logits", "posref", "torch"},
     "names: the font a figure uses (00 prints it), the programming language, a model 08 reads": {"Noto", "Sans", "Python", "Gemma"},
 }  # fmt: skip
-GLYPH = re.compile(r"missing from font|does not have a glyph", re.IGNORECASE)
 
 
 def _paths(edition: str, name: str):
-    root = st.REPO if edition == "en" else st.REPO / "editions" / edition
+    root = st.REPO / "editions" / edition
     if name == "00_start":
         return root / "solutions" / "00_start.ipynb", root / "notebooks" / "00_start.ipynb"
     return root / "solutions" / name / f"{name}.ipynb", root / "notebooks" / name / f"{name}.ipynb"
@@ -80,7 +84,7 @@ def english_lines(seen: list[st.Seen], edition: str) -> dict[str, list[str]]:
     kept = st.kept_words(edition).union(*KEPT.values())
     out: dict[str, list[str]] = {}
     for s in seen:
-        if s.kind == "warning" or GLYPH.search(s.text) or any(re.fullmatch(p, s.text) for p, _ in ALLOWED):
+        if s.kind == "warning" or st.GLYPH.search(s.text) or any(re.fullmatch(p, s.text) for p, _ in ALLOWED):
             continue
         if st.english_words(s.text, kept):
             out.setdefault(s.text, []).append(s.where)
@@ -104,9 +108,8 @@ def test_a_student_reads_the_edition_in_its_language(edition, tmp_path):
     assert not passed, "stubs that did not fail:\n" + "\n".join(passed)
     for (wanted, _name), (_cell, text, _file) in FIGURES.items():  # the figure kept drew what it is kept for
         assert wanted != edition or any(s.kind == "figure" and s.text.startswith(text) for s in seen), text
-    glyphs = sorted({f"{s.where}: {s.text}" for s in seen if s.kind == "warning" and GLYPH.search(s.text)})
+    glyphs = st.missing_glyphs(seen)
     assert not glyphs, "figures drew boxes:\n" + "\n".join(glyphs)
-    if edition != "en":
-        english = english_lines(seen, edition)
-        report = [f"{text}    ({', '.join(sorted(set(where)))})" for text, where in english.items()]
-        assert not english, f"{len(english)} lines of English in {edition}:\n" + "\n".join(report)
+    english = english_lines(seen, edition)
+    report = [f"{text}    ({', '.join(sorted(set(where)))})" for text, where in english.items()]
+    assert not english, f"{len(english)} lines of English in {edition}:\n" + "\n".join(report)

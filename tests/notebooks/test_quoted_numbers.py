@@ -21,19 +21,31 @@ Two checks read the run:
 
 Differences at float32 rounding (1e-07 and below) are quoted as such, not digit by digit, and are not listed: their
 digits depend on the CPU's summation order.
+
+The run is the English edition's as ``test_edition_text.py`` reads the others' (``student_text.student_notebook``:
+before each answer its released stub and the checks after it, every figure's texts and warnings recorded), so the
+same run also holds the English edition's checks of that file: every check of a stub fails, no cell of the solution
+does, no figure draws a box for a missing glyph (00_start, which quotes nothing, runs for those alone). The
+Chinese editions run the same code cells at fast sizes there. The quotes are read from the solution's own cells
+only, never a stub's or its checks'. Both tests of a notebook are one unit of work (``xdist_group``) and read one
+run, made by the module-scoped fixture ``english_run``.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
 
 import nbformat
 import notebook_helpers as nh
 import pytest
+import student_text as st
 
 pytestmark = pytest.mark.spread  # each notebook in any worker, beside the others (see tests/conftest.py)
 
 ASSIGNMENTS = sorted(p.name for p in (nh.REPO / "solutions").iterdir() if p.is_dir())
+NAMES = ["00_start", *ASSIGNMENTS]
 
 # notebook -> markdown cell id -> (code cell id whose output it quotes, strings quoted)
 QUOTED: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
@@ -212,18 +224,74 @@ def _drifted_from_every_output(name: str, nb: nbformat.NotebookNode, outputs: di
     ]
 
 
+@dataclass(frozen=True)
+class EnglishRun:
+    """The English edition's run of one notebook at its defaults (``student_text.student_run``'s results)."""
+
+    name: str
+    nb: nbformat.NotebookNode  # every cell run: the solution's, stubs and their checks, re-seeding cells
+    seen: list[st.Seen]
+    failed: list[str]  # cells of the solution that failed
+    passed_stubs: list[str]  # checks of a stub that did not fail
+
+    def solution(self) -> nbformat.NotebookNode:
+        """The run's notebook without the stubs and their checks: the solution's cells (and the re-seeding ones)."""
+        nb = nbformat.from_dict(self.nb)
+        nb.cells = [cell for cell in nb.cells if not cell.metadata.get("posref_stub")]
+        return nb
+
+
+def _paths(name: str):
+    if name == "00_start":
+        return nh.REPO / "solutions" / "00_start.ipynb", nh.REPO / "notebooks" / "00_start.ipynb"
+    return nh.source(name), nh.release(name)
+
+
+def _one_unit(names: list[str]) -> list:
+    """``names`` as parameters whose tests, in this file, make one unit of work each (see the docstring)."""
+    return [pytest.param(name, marks=pytest.mark.xdist_group(f"english-run-{name}")) for name in names]
+
+
+@pytest.fixture(scope="module")
+def english_run(request, tmp_path_factory) -> EnglishRun:
+    """Every cell of the English solution ``request.param``, with its stubs and their checks, at the notebook's
+    default sizes on the CPU (no ``POSREF_FAST``, one thread, CUDA hidden: the sizes its text quotes), torch's
+    generator re-seeded after every graded cell (``reseeded``)."""
+    name = request.param
+    workdir = tmp_path_factory.mktemp(name)
+    env = nh.notebook_env(workdir, POSREF_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    for key in ("POSREF_FAST", "POSREF_GRADING", "POSREF_RETRAIN", "POSREF_LANG"):
+        env.pop(key, None)
+    nb = reseeded(st.student_notebook(*_paths(name)))
+    start = time.perf_counter()
+    seen, failed, passed_stubs, nb = st.student_run(nb, name, workdir, env, timeout=1800)
+    nh.report_time(f"{name} (English, with its stubs, defaults, CPU, nbclient)", time.perf_counter() - start)
+    return EnglishRun(name, nb, seen, failed, passed_stubs)
+
+
 @pytest.mark.slow  # each notebook at its defaults: 7-110 s of CPU (06 trains its handlers)
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_the_text_quotes_the_run_at_defaults(name, tmp_path, monkeypatch):
-    for key in ("POSREF_GRADING", "POSREF_RETRAIN"):
-        monkeypatch.delenv(key, raising=False)
-    nb = nh.execute_at_defaults(
-        name, tmp_path, monkeypatch, nb=reseeded(nbformat.read(nh.source(name), as_version=4))
+@pytest.mark.parametrize("english_run", _one_unit(ASSIGNMENTS), indirect=True)
+def test_the_text_quotes_the_run_at_defaults(english_run):
+    name = english_run.name
+    assert not english_run.failed, f"{name}: cells of the solution failed at defaults:\n" + "\n".join(
+        english_run.failed
     )
+    nb = english_run.solution()
     outputs = printed(nb)
     drifted = _drifted_from_the_table(name, outputs) if name in QUOTED else []
     drifted += _drifted_from_every_output(name, nb, outputs)
     assert not drifted, f"{name}: quoted numbers its run at defaults does not print\n" + "\n".join(drifted)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("english_run", _one_unit(NAMES), indirect=True)
+def test_a_student_of_the_english_edition_meets_every_stub_and_no_missing_glyph(english_run):
+    """``test_edition_text.py``'s checks of an edition, for English: no cell of the solution fails, every check of
+    a released stub does, and no figure draws a box for a missing glyph."""
+    assert not english_run.failed, "cells of the solution failed:\n" + "\n".join(english_run.failed)
+    assert not english_run.passed_stubs, "stubs that did not fail:\n" + "\n".join(english_run.passed_stubs)
+    glyphs = st.missing_glyphs(english_run.seen)
+    assert not glyphs, "figures drew boxes:\n" + "\n".join(glyphs)
 
 
 @pytest.mark.slow
