@@ -134,7 +134,8 @@ def _notebooks(path: Path) -> list[dict]:
 
 def _test_cells(stats: ClassStats, graded: list[tuple[str, list[dict]]]) -> None:
     """Each test cell's item analysis and causes over the ``graded`` students (in the order of the first record's
-    cells; a cell another record lacks counts 0 for that student)."""
+    cells; a cell another record lacks counts 0 for that student, cause unknown, in the edition of the student's
+    notebook, ``?`` where the record has no notebook of that name)."""
     order: dict[tuple[str, str], float] = {}
     for _student, notebooks in graded:
         for nb in notebooks:
@@ -149,9 +150,11 @@ def _test_cells(stats: ClassStats, graded: list[tuple[str, list[dict]]]) -> None
         theirs = {
             (nb["notebook"], c["grade_id"]): (c, nb["edition"]) for nb in notebooks for c in nb["cells"]
         }
+        editions = {nb["notebook"]: nb["edition"] for nb in notebooks}
         stats.totals.append(sum(c["score"] for c, _ in theirs.values()))
         for key, points in order.items():
-            cell, edition = theirs.get(key, ({"score": 0.0, "causes": [Cause("unknown")]}, "?"))
+            missing = {"score": 0.0, "causes": [Cause("unknown")]}
+            cell, edition = theirs.get(key, (missing, editions.get(key[0], "?")))
             scores[key].append(cell["score"])
             if cell["score"] < points:
                 said = set(cell["causes"]) or {Cause("unknown")}

@@ -36,12 +36,15 @@ def _cause(cause) -> Markup:
 
 
 def _causes(cell: TestCell) -> Markup:
+    """The cell's causes, a column per edition (and ``?``, an edition none of the course's, where a record has one),
+    then their total."""
     by_cause: dict = {}
     for (cause, edition), count in cell.causes.items():
         by_cause.setdefault(cause, Counter())[edition] += count
+    editions = [*EDITION_ORDER, *sorted({e for _, e in cell.causes} - set(EDITION_ORDER))]
     ranked = sorted(by_cause.items(), key=lambda kv: (-sum(kv[1].values()), str(kv[0])))
-    rows = [[_cause(c), *(n.get(e, 0) for e in EDITION_ORDER), sum(n.values())] for c, n in ranked]
-    return table(["cause", *EDITION_ORDER, "total"], rows, numeric=range(1, len(EDITION_ORDER) + 2))
+    rows = [[_cause(c), *(n.get(e, 0) for e in editions), sum(n.values())] for c, n in ranked]
+    return table(["cause", *editions, "total"], rows, numeric=range(1, len(editions) + 2))
 
 
 def page(stats: ClassStats) -> str:
