@@ -2,14 +2,15 @@
 
 ``tokens`` reads a cell with Python's ``tokenize`` (what the language itself calls a token; never run, never
 imported) and keeps one symbol per token: each name the cell binds (an assignment, a parameter, a function, a
-class, a loop variable, ...) becomes ``V``, whatever it is called; names it does not bind (``torch``, ``softmax``
-after a dot, ``range``, a keyword argument of a library) stay as written, since a student does not choose them;
-every string literal becomes ``S``; comments, docstrings (a string that is a whole statement), blank lines and
-layout are dropped; numbers, operators and keywords stay, and each statement starts with its depth in the blocks
-(not the indentation's tokens, which would tie a block's first statement to whatever line precedes it, so that
-swapping two independent statements would change what is counted). Each symbol is one character of a
-document (``Tokens.doc``), so that copydetect's k-grams are ``k`` tokens, and each keeps the place in the source it
-came from (``Tokens.spans``) for showing the matching slices side by side.
+class, a loop variable, ...) becomes ``BOUND``, whatever it is called; names it does not bind (``torch``,
+``softmax`` after a dot, ``range``, a keyword argument of a library, a notebook's global ``V``) stay as written,
+since a student does not choose them; every string literal becomes ``STRING`` (neither placeholder can be a
+name); comments, docstrings (a string that is a whole statement), blank lines and layout are dropped; numbers,
+operators and keywords stay, and each statement starts with its depth in the blocks (not the indentation's tokens,
+which would tie a block's first statement to whatever line precedes it, so that swapping two independent statements
+would change what is counted). Each symbol is one character of a document (``Tokens.doc``), so that copydetect's
+k-grams are ``k`` tokens, and each keeps the place in the source it came from (``Tokens.spans``) for showing the
+matching slices side by side.
 
 ``fingerprint`` hands the document to copydetect (winnowing, Schleimer, Wilkerson & Aiken, SIGMOD 2003), with the
 released stub's fingerprints as boilerplate: what the release gave everyone matches nobody. The window is 1, so
@@ -40,6 +41,8 @@ VOCABULARY_START, VOCABULARY_SIZE = (
 STATEMENT_ENDS = 0x100000  # Supplementary Private Use Area-B: each statement's end a character of its own
 SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 BUILTINS = frozenset(dir(builtins))
+# the symbols of a name the cell binds and of a string literal: no name is either
+BOUND, STRING = "<bound>", "<string>"
 
 
 @dataclass(frozen=True)
@@ -144,9 +147,9 @@ def tokens(source: str, vocabulary: dict[str, str]) -> Tokens:
         starts_statement = kind == tokenize.NEWLINE
         if kind == tokenize.NAME and not keyword.iskeyword(text) and previous != ".":
             unbound = text not in bound if bound is not None else text in BUILTINS
-            symbol = text if unbound else "V"
+            symbol = text if unbound else BOUND
         elif kind == tokenize.STRING:
-            symbol = "S"
+            symbol = STRING
         elif (
             kind == tokenize.NEWLINE
         ):  # a statement's end: unlike any other, so that no k-gram runs across it

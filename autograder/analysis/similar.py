@@ -13,10 +13,11 @@ as MOSS leaves out a passage found in more than ``-m`` programs (Schleimer, Wilk
 or the course, makes everyone write, not a sign that one copied another. The answers counted are the cell's
 (students', the solution's, an earlier term's), copies of one another counted once (one holds at least
 ``SAME_SOURCE`` of the other's tokens, the stub left out: however many students copy one answer, the published
-solution among them, and whatever code of their own they add to it, its passages stay evidence), and the course's published solutions to every other answer cell (each written for
-another exercise: what recurs among them is the course's idiom, such as ``torch.arange(0, D, 2, ...)``). MOSS keeps
-its ``-m`` at 3 or 4 for short programs so as to still see 3- and 4-way copying; counting copies once sees any
-number, so ``COMMON`` is 2: a passage is evidence while only two answers written apart hold it.
+solution among them, and whatever code of their own they add to it, its passages stay evidence), and the course's
+published solutions to every other answer cell (each written for another exercise: what recurs among them is the
+course's idiom, such as ``torch.arange(0, D, 2, ...)``). MOSS keeps its ``-m`` at 3 or 4 for short programs so as
+to still see 3- and 4-way copying; counting copies once sees any number, so ``COMMON`` is 2: a passage is evidence
+while only two answers written apart hold it.
 
 An answer cell is too small to judge when its solution holds fewer than ``MIN_TOKENS`` tokens that no answer written
 apart from it (an answer of the cell that holds less than ``SAME_SOURCE`` of it) holds too, common knowledge and
@@ -291,9 +292,9 @@ def _common(found: dict[str, CodeFingerprint], elsewhere: list[set[int]], limit:
 def _specific(solution: str, written: dict[str, tuple[Tokens, CodeFingerprint]], left_out: set[int]) -> int:
     """The tokens of the ``solution``'s cell that no answer written apart from it holds too: not ``left_out`` (the
     stub, common knowledge) and not in any answer of ``written`` that holds less than ``SAME_SOURCE`` of it (the
-    stub left out; one that holds more is a copy of it, whatever it adds). What is left is what a copy of the solution shares with it and an answer written apart
-    does not: a cell where it is under ``MIN_TOKENS`` is one formula that every correct answer writes out alike, too
-    small to judge."""
+    stub left out; one that holds more is a copy of it, whatever it adds). What is left is what a copy of the
+    solution shares with it and an answer written apart does not: a cell where it is under ``MIN_TOKENS`` is one
+    formula that every correct answer writes out alike, too small to judge."""
     cell_tokens, found = written[solution]
     apart: set[int] = set()
     for who, (_, other) in written.items():

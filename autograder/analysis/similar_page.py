@@ -81,7 +81,8 @@ def page(result: Similarity) -> str:
     for p in result.pairs:
         top[(p.notebook, p.cell)] = max(top.get((p.notebook, p.cell), 0.0), p.similarity)
     rows = [[c.notebook, c.cell, c.answers, c.common, c.solution_tokens, c.specific, "yes" if c.judged else "no",
-             by_cell[(c.notebook, c.cell)], f"{top.get((c.notebook, c.cell), 0.0):.2f}"] for c in result.cells]  # fmt: skip
+             by_cell[(c.notebook, c.cell)], f"{top.get((c.notebook, c.cell), 0.0):.2f}"]
+            for c in result.cells]  # fmt: skip
     body.append(table(["notebook", "answer cell", "answers", "common fingerprints", "solution's own tokens",
                        "of them, held by no answer written apart", "judged", "pairs scored", "highest"], rows,
                       numeric=(2, 3, 4, 5, 7, 8)))  # fmt: skip

@@ -26,6 +26,7 @@ import synthetic_class as sc
 from course_helpers import run_command
 from disguise import disguised
 
+from autograder.analysis.fingerprints import tokens
 from autograder.analysis.similar import COMMON, CSV_FIELDS, SOLUTION, THRESHOLD, similar, summary
 from autograder.course import REPO
 from posref import grading
@@ -303,3 +304,21 @@ def test_an_earlier_terms_submissions_are_references(course, tmp_path):
 def test_the_answers_written_for_this_test_are_correct(check, fn):
     for hidden in (False, True):
         check(fn, hidden=hidden)
+
+
+def _symbols(source: str) -> list[str]:
+    """The symbols of ``source``'s last statement, as ``fingerprints.tokens`` reads them."""
+    vocabulary: dict = {}
+    doc = tokens(source, vocabulary).doc
+    names = {char: symbol for symbol, char in vocabulary.items() if isinstance(char, str)}
+    symbols = [names.get(c) for c in doc]  # None: a statement's end
+    ends = [i for i, symbol in enumerate(symbols) if symbol is None]
+    return symbols[ends[-2] + 1 : ends[-1]]
+
+
+def test_a_global_named_like_a_placeholder_stays_as_written():
+    """A notebook's global ``V`` (attention's values) or ``S`` is a name the cell does not choose: it stays as
+    written, unlike a name the cell binds (any name) and a string literal (any string)."""
+    assert _symbols("def f(q):\n    return q @ V\n") != _symbols("def f(q, k):\n    return q @ k\n")
+    assert _symbols("def f(q):\n    return q + S\n") != _symbols("def f(q):\n    return q + 'S'\n")
+    assert _symbols("def f(q):\n    return q @ V\n")[-1] == "V"
