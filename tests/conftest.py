@@ -200,12 +200,19 @@ def released_demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     return _released_once(request, tmp_path_factory, "positions", "autograder/demo/source")
 
 
+def released_assignment(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, assignment: str
+) -> Path:
+    """A course folder with the course's ``assignment`` released from ``solutions/`` (its gradebook, ``release/``),
+    made once for the run: copy it to use it. A release is 5 s of CPU in the test's process (nbgrader's in a child),
+    7-8 s as ``python -m autograder release`` (a Python start more), half a minute at load 16."""
+    return _released_once(request, factory, assignment, "solutions")
+
+
 @pytest.fixture(scope="session")
 def released_01_order(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A course folder with the course's 01_order released from ``solutions/`` (its gradebook, ``release/``), made
-    once for the run: copy it to use it. ``python -m autograder release 01_order`` is 7-8 s of CPU (a Python start,
-    then nbgrader's in a second one), half a minute at load 16."""
-    return _released_once(request, tmp_path_factory, "01_order", "solutions")
+    """``released_assignment`` of 01_order, the assignment most tests release."""
+    return released_assignment(request, tmp_path_factory, "01_order")
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import synthetic_class as sc
+from conftest import released_assignment
 from course_helpers import run_command
 
 from autograder.analysis.stats import CSV_FIELDS, class_stats
@@ -29,12 +31,14 @@ MANUAL = {"q_two_layers": {0: 2.0, 1: 2.0, 2: 1.0, 3: 0.0, 4: 2.0}, "q_find_the_
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """The class, graded: the course folder, with the environment pointing at it."""
+def course(request, tmp_path_factory):
+    """The class, graded: the course folder, with the environment pointing at it. 01_order is the run's shared
+    release (``conftest.released_assignment``), 02_absolute released into the copy."""
     problem = Sandbox().problem
     if problem is not None:
         pytest.skip(f"the score of record needs the sandbox: {problem}")
     folder = tmp_path_factory.mktemp("class")
+    shutil.copytree(released_assignment(request, tmp_path_factory, "01_order"), folder, dirs_exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("POSREF_COURSE_DIR", str(folder))
         mp.setenv("POSREF_RELEASE_DIR", str(folder / "release"))
@@ -44,8 +48,8 @@ def course(tmp_path_factory):
         from autograder.grading.grade import autograde
         from autograder.release.assignment import release
 
+        release("02_absolute")
         for assignment in ASSIGNMENTS:
-            release(assignment)
             sc.hand_in(folder, assignment)
             autograde(assignment, workers=2, cell_timeout=10)
         _grade_by_hand(folder)

@@ -18,6 +18,7 @@ import shutil
 
 import notebook_helpers as nh
 import pytest
+from conftest import released_assignment
 
 from autograder.editions.notebook import EDITIONS, ENGLISH, TEXT_STUB
 
@@ -47,14 +48,15 @@ def _in(edition: str, text: str) -> str:
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
 def graded(request, tmp_path_factory):
-    """The assignment released (English, into the gradebook), then graded for six students: each edition's solution
-    (``<edition>-solution``) and untouched release (``<edition>-release``) -> (name, course, records by student,
-    students without feedback). The instructor's shell has ``POSREF_LANG=zh-CN``: the English students' messages
-    must stay English all the same."""
+    """The assignment released (English, into the gradebook: a copy of the run's release of it,
+    ``conftest.released_assignment``), then graded for six students: each edition's solution (``<edition>-solution``)
+    and untouched release (``<edition>-release``) -> (name, course, records by student, students without feedback).
+    The instructor's shell has ``POSREF_LANG=zh-CN``: the English students' messages must stay English all the same."""
     problem = nh.sandbox_problem()
     if problem is not None:
         pytest.skip(f"the score of record needs the sandbox: {problem}")
     name, course = request.param, tmp_path_factory.mktemp("editions")
+    shutil.copytree(released_assignment(request, tmp_path_factory, name), course, dirs_exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         for key, value in nh.notebook_env(
             course, POSREF_GRADING="1", POSREF_RELEASE_DIR=str(course / "release")
@@ -62,10 +64,8 @@ def graded(request, tmp_path_factory):
             mp.setenv(key, value)
         from autograder.grading.grade import autograde
         from autograder.pages.feedback import feedback
-        from autograder.release.assignment import release
 
         mp.setenv("POSREF_LANG", "zh-CN")
-        release(name)
         students = {}
         for edition in (ENGLISH, *EDITIONS):
             for kind, student in (("solutions", f"{edition}-solution"), ("notebooks", f"{edition}-release")):
