@@ -43,6 +43,7 @@ from autograder.intake import late, refusals
 from autograder.intake.refusals import Refusal
 from autograder.intake.submission import Refused, check_submission
 from autograder.intake.submissions import shown
+from autograder.intake.unpack import MAX_DEPTH
 
 SHARED_USER_HINT = (
     "the exchange knows who handed a submission in by the Unix user that owns it; where a hub runs several hub "
@@ -92,10 +93,10 @@ def check_inbound(folder: Path, claimed: str, expected: set[str]) -> None:
     problem = student_id_problem(claimed)
     if problem is not None:
         raise Refused(problem)
+    check_submission(folder, expected)  # first: bounded in depth and count, what the walk below is not
     strangers = sorted({owner_name(p.lstat().st_uid) for p in folder.rglob("*")} - {owner})
     if strangers:
         raise Refused(f"it holds files of other users ({', '.join(strangers)})")
-    check_submission(folder, expected)
 
 
 class CollectOwnSubmissions(ExchangeCollect):
@@ -126,7 +127,7 @@ class CollectOwnSubmissions(ExchangeCollect):
             try:
                 check_inbound(folder, claimed, expected)
                 when = vouched_time(folder)
-            except (Refused, OSError) as err:
+            except (Refused, OSError, RecursionError) as err:  # deeper than Python recurses, after the check
                 why = str(err) if isinstance(err, Refused) else f"{type(err).__name__}: {err}"
                 try:
                     owner = owner_name(folder.lstat().st_uid)
@@ -168,20 +169,23 @@ class CollectOwnSubmissions(ExchangeCollect):
         again once it is copied, and the later one written: a change since it was checked (its owner's to make at
         any time) dates it, as a change before the check did."""
         [record] = [r for r in self.src_records if os.path.join(self.inbound_path, r["filename"]) == src]
+        ignored = ignore_patterns(
+            exclude=self.coursedir.ignore,
+            include=self.coursedir.include,
+            max_file_size=self.coursedir.max_file_size,
+            log=self.log,
+        )
+
+        def bounded(folder: str, names: list[str]) -> set[str]:
+            """nbgrader's ignore, and no deeper than a submission may be (copytree recurses a folder a level)."""
+            if names and len(Path(folder).relative_to(src).parts) >= MAX_DEPTH:  # as check_submission counts
+                raise OSError(f"it holds folders more than {MAX_DEPTH} deep (made so after it was checked)")
+            return ignored(folder, names)
+
         try:
-            shutil.copytree(
-                src,
-                dest,
-                symlinks=True,
-                ignore=ignore_patterns(
-                    exclude=self.coursedir.ignore,
-                    include=self.coursedir.include,
-                    max_file_size=self.coursedir.max_file_size,
-                    log=self.log,
-                ),
-            )
+            shutil.copytree(src, dest, symlinks=True, ignore=bounded)
             when = max(record["timestamp"], vouched_time(Path(src)))
-        except OSError as err:  # shutil.Error too: what copytree could not copy, after it copied the rest
+        except (OSError, RecursionError) as err:  # shutil.Error too: what it could not copy, after the rest
             shutil.rmtree(dest, ignore_errors=True)
             student = record["username"]
             why = f"it could not be copied ({type(err).__name__}: {str(err)[:500]})"

@@ -174,3 +174,55 @@ def test_a_hand_in_changed_after_it_was_checked_is_dated_by_its_change(collect, 
         stamp == exchange.vouched_time(folder).replace(tzinfo=timezone.utc)
         and stamp.replace(tzinfo=None) > checked_at
     )
+
+
+def _nested(top: Path, depth: int, owner: str) -> None:
+    """``depth`` folders, each in the one before, under ``top``, owned by ``owner``: deeper than Python recurses."""
+    user, path = pwd.getpwnam(owner), top
+    for _ in range(depth):
+        path = path / "d"
+        path.mkdir()
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def _remove(top: Path) -> None:
+    """``top`` and everything under it, one folder at a time (shutil.rmtree recurses: 1100 folders raise)."""
+    order, todo = [], [top] if top.exists() else []
+    while todo:
+        order.append(todo.pop())
+        for entry in os.scandir(order[-1]):
+            todo.append(Path(entry.path)) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+    for folder in reversed(order):
+        os.rmdir(folder)
+
+
+def test_a_hand_in_nested_deeper_than_python_recurses_stops_nobody_else(collect, monkeypatch, request):
+    """A student can nest 1100 folders in their hand-in, or move such a tree in once it was checked: pathlib's
+    rglob (the check of its owners) and shutil.copytree recurse once a folder, and their RecursionError, which no
+    handler caught, stopped the collect of the whole class. Now the bounded check of its depth comes first, and a
+    tree that grows past it after the check is refused as one that could not be copied."""
+    inbound, run = collect
+    exchange_root, course = inbound.parent.parent, inbound.parent.parent.parent / "course"
+    request.addfinalizer(
+        lambda: [_remove(exchange_root), _remove(course / "submitted")]
+    )  # not pytest's rmtree
+    for student in ("bin", "daemon", "nobody"):
+        _hand_in(inbound, f"{student}+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", student)
+    _nested(inbound / f"bin+{ASSIGNMENT}+2026-10-01 10:00:00.000000 UTC+aaaa", 1100, "bin")
+    grown = inbound.parent / "grown"  # moved into daemon's hand-in between the check and the copy
+    grown.mkdir()
+    _nested(grown, 1100, "daemon")
+    copytree = shutil.copytree
+
+    def moved_in(src, dst, *args, **options):  # copytree calls itself for each folder, with its arguments
+        if Path(src).name.startswith("daemon+"):
+            grown.rename(Path(src) / "grown")
+        return copytree(src, dst, *args, **options)
+
+    monkeypatch.setattr(shutil, "copytree", moved_in)
+    course = run()
+    assert _collected(course) == {"nobody": '{"by": "nobody"}'}
+    recorded = refusals.read(course, ASSIGNMENT)
+    assert "more than 16 deep" in recorded["bin"]["reason"], recorded["bin"]
+    assert "could not be copied" in recorded["daemon"]["reason"], recorded["daemon"]
+    assert not (course / "submitted" / "daemon" / ASSIGNMENT).exists()
