@@ -11,7 +11,7 @@ COURSE := $(VENV)/.installed-course
 DEV    := $(VENV)/.installed-dev
 NBCONVERT_CONFIG := $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 
-.PHONY: lab explore test setup system-packages icu-headers fonts checkpoints bench gpu-wheels clean
+.PHONY: lab explore test setup system-packages icu-headers fonts checkpoints bench gpu-wheels clean labextension
 
 # The course's edition make lab opens: en (default), zh-TW or zh-CN, e.g. `make lab EDITION=zh-TW` (not LANG: that
 # is the shell's locale). Another edition than English also installs JupyterLab's language pack for it
@@ -99,6 +99,13 @@ $(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
 	  mkdir -p .hub && cp tools/hub/package.json tools/hub/package-lock.json .hub/ && \
 	  (cd .hub && npm ci --no-audit --no-fund --loglevel=error) && touch $@; \
 	else echo "note: no npm: the JupyterHub test skips (install Node.js 20 or later with npm)"; fi
+
+# For whoever changes the course's Validate button (posref_jupyter/labextension/): rebuild its committed bundle
+# (posref_jupyter/jupyter_data/labextensions/@posref/validate/) with the builder its lock pins; needs Node.js 20 and
+# npm. Students never run it: the bundle is committed (tools/labextension.py; a test checks it is this build)
+labextension: $(COURSE)
+	cd posref_jupyter/labextension && npm ci --no-audit --no-fund --loglevel=error
+	$(PY) tools/labextension.py build
 
 checkpoints: setup
 	$(PY) -m posref train-checkpoints --out data/checkpoints

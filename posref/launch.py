@@ -1,8 +1,9 @@
 """``posref lab``: open the course in JupyterLab on its start page (``make lab`` runs it).
 
-A student's JupyterLab keeps nbgrader's Validate button (with an ``nbgrader_config.py`` of its own) and hides the
-rest of nbgrader: the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's
-Assignment List and Course List, which only a JupyterHub course has something behind (its hub serves its own
+A student's JupyterLab keeps nbgrader's Validate (with an ``nbgrader_config.py`` of its own) behind the course's own
+button, whose dialog speaks the edition's language (``posref_jupyter.validate``), and hides the rest of nbgrader:
+the instructor's tools (the formgrader, the create-assignment sidebar) and the exchange's Assignment List and Course
+List, which only a JupyterHub course has something behind (its hub serves its own
 JupyterLab; here they could only say "Error fetching courses!"); and its HTML export
 of a notebook loads nothing from the internet (MathJax inside the page, ``posref_jupyter.offline_math``). The Jupyter config
 folder ``posref/jupyter_config/student`` does it, put first on ``JUPYTER_CONFIG_PATH`` of this one server, with the
@@ -346,8 +347,9 @@ def add_lab(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lab",
         help="open the course in JupyterLab on its start page",
-        description="Start JupyterLab on the course's notebooks, opened on 00_start.ipynb, with nbgrader's "
-        "Validate button and without its instructor tools or its exchange (Assignment List). In a checkout, "
+        description="Start JupyterLab on the course's notebooks, opened on 00_start.ipynb, with a Validate "
+        "button (nbgrader's validation, in your edition's language) and without nbgrader's instructor tools or "
+        "its exchange (Assignment List). In a checkout, "
         "your copy of the course is work/ (git ignores it), filled and updated from notebooks/ first: new "
         "notebooks are added, a notebook you changed is never written over (a new version lands beside it "
         "as NAME.new.ipynb). Works as root too. --lang zh-TW (or zh-CN) opens that edition instead: its own "

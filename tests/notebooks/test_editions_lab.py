@@ -5,9 +5,10 @@ kernels inherit) and JupyterLab's own interface in its language (the language pa
 that edition only, selected as a default of the course's own settings); ``make lab`` alone opens English.
 
 One ``posref lab --lang zh-TW`` server (``zh_tw_lab``), on this checkout's zh-TW releases (``editions/zh-TW/notebooks/``,
-generated from the catalogs), serves the API checks and the two zh-TW screenshots of docs/: the zh-TW start page and
-a failing check's message in a zh-TW notebook; a ``posref lab --lang zh-CN`` server (``zh_cn_lab``) serves the zh-CN
-start page's screenshot.
+generated from the catalogs), serves the API checks and the zh-TW screenshots of docs/: the zh-TW start page, a
+failing check's message in a zh-TW notebook, a speed line and the Validate dialog; a ``posref lab --lang zh-CN``
+server (``zh_cn_lab``) serves the zh-CN start page's screenshot and, with an English one (``en_lab``), the Validate
+dialog in its language.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+import student_text
 from test_browser import (  # noqa: F401 (chromium is a fixture)
+    HANG_S,
     LabServer,
     assert_names_what_jupyterlab_shows,
     browser_page,
@@ -35,7 +38,7 @@ from test_browser import (  # noqa: F401 (chromium is a fixture)
 
 from autograder.editions.notebook import EDITION_TEXT
 from posref import explore, i18n, launch, workfolder
-from posref_jupyter import lab_language
+from posref_jupyter import lab_language, validate
 
 REPO = Path(__file__).resolve().parents[2]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -96,6 +99,7 @@ def test_an_editions_server_gets_its_language(tag):
         "nbgrader.server_extensions.formgrader": False,  # the student's JupyterLab hides the formgrader
         "nbgrader.server_extensions.assignment_list": False,
         "nbgrader.server_extensions.course_list": False,
+        "posref_jupyter.validate": True,
     }
     bare = launch.lab_env(instructor_tools=True, env={"PATH": "/bin"})  # python -m autograder lab's
     assert "POSREF_LANG" not in bare and bare["JUPYTER_CONFIG_PATH"] == str(launch.COURSE_CONFIG)
@@ -277,8 +281,14 @@ def zh_tw_lab(tmp_path_factory) -> Iterator[LabServer]:
 
 
 @pytest.fixture(scope="module")
+def en_lab(tmp_path_factory) -> Iterator[LabServer]:
+    """The English edition's server (``make lab``), for the Validate dialog's English."""
+    yield from _edition_lab("en", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
 def zh_cn_lab(tmp_path_factory) -> Iterator[LabServer]:
-    """The zh-CN server, for its start page's screenshot only."""
+    """The zh-CN server, for its start page's screenshot and the Validate dialog."""
     yield from _edition_lab("zh-CN", tmp_path_factory)
 
 
@@ -420,10 +430,10 @@ WRONG_ATTENTION = """def attention(q, k, v, causal=False):
 """
 
 
-def _zh_tw_message(answer: str) -> str:
-    """What posref's check says of ``answer`` in a process of its own started with POSREF_LANG=zh-TW."""
+def _check_message(answer: str, tag: str = "zh-TW") -> str:
+    """What posref's check says of ``answer`` in a process of its own started with POSREF_LANG=``tag``."""
     code = f"import torch\nfrom posref.grading import check_attention\n{answer}\ncheck_attention(attention)"
-    env = {**os.environ, "POSREF_LANG": "zh-TW", "POSREF_FAST": "1"}
+    env = {**os.environ, "POSREF_LANG": tag, "POSREF_FAST": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "CheckFailed" in done.stderr, done.stderr[-2000:]
     return done.stderr.split("CheckFailed: ", 1)[1]
@@ -442,7 +452,7 @@ def test_a_failing_check_speaks_the_editions_language(chromium, zh_tw_lab, tmp_p
     (stub,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("def attention(")]
     stub.source = WRONG_ATTENTION.rstrip()
     nbformat.write(nb, server.root / relative)
-    expected = _zh_tw_message(WRONG_ATTENTION)
+    expected = _check_message(WRONG_ATTENTION)
     first, hint = expected.splitlines()[0], next(line for line in expected.splitlines() if "提示" in line)
     assert CHINESE.search(first) and CHINESE.search(hint), expected
     error = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
@@ -505,3 +515,116 @@ def test_a_speed_cell_speaks_the_editions_language(chromium, zh_tw_lab, tmp_path
             page.screenshot(path=str(shots / "zh-TW_speed_line_failure.png"))
             print(f"\nJupyterLab log tail:\n{server.log_tail()}")
             raise
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the course's Validate button (posref_jupyter/validate.py): its dialog in the edition's language
+
+# every text the toolbar's Validate button shows from the click on, recorded as it changes
+RECORD_LABELS = """button => {
+    window.posrefLabels = [];
+    new MutationObserver(() => window.posrefLabels.push(button.textContent.trim()))
+        .observe(button, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def _validate_notebook(server: LabServer, tag: str, answer: str, name: str, *, markdown: bool = False) -> str:
+    """01 of the edition ``tag`` as released, up to its first check (its title, rules, set-up, the first exercise
+    and its check), with ``answer`` in the answer cell (turned into a markdown cell with ``markdown``), written into
+    the server's folder as ``name`` -> its path."""
+    nb = nbformat.read(launch.EDITIONS[tag].releases / "01_order" / "01_order.ipynb", as_version=4)
+    grade_ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+    nb.cells = nb.cells[: grade_ids.index("test_attention") + 1]
+    cell = nb.cells[grade_ids.index("attention")]
+    cell.source = answer.rstrip()
+    if markdown:
+        nb.cells[grade_ids.index("attention")] = nbformat.v4.new_markdown_cell(
+            cell.source, metadata=cell.metadata
+        )
+    relative = f"validate/{name}.ipynb"
+    (server.root / "validate").mkdir(exist_ok=True)
+    nbformat.write(nb, server.root / relative)
+    return relative
+
+
+def _validate(page, server: LabServer, relative: str) -> dict:
+    """Open ``relative``, click the toolbar's Validate and read the dialog: its title, paragraphs, failures (each
+    error's text) and buttons, the labels the button showed meanwhile, and its label and tooltip."""
+    page.goto(f"{server.url}/lab/tree/{relative}?reset&token={server.token}")
+    button = page.locator(".jp-NotebookPanel:visible .jp-NotebookPanel-toolbar .validate-button")
+    button.wait_for()
+    label, tooltip = button.inner_text().strip(), button.get_attribute("title")
+    button.evaluate(RECORD_LABELS)
+    button.click()
+    dialog = page.locator(".jp-Dialog-content")
+    dialog.wait_for(timeout=HANG_S * 1000)
+    return {
+        "label": label,
+        "tooltip": tooltip,
+        "title": dialog.locator(".jp-Dialog-header").inner_text().strip(),
+        "paragraphs": dialog.locator(".posref-validation > p").all_inner_texts(),
+        "errors": dialog.locator(".posref-validation-error").all_inner_texts(),
+        "buttons": [
+            b.strip() for b in dialog.locator(".jp-Dialog-footer .jp-Dialog-button").all_inner_texts()
+        ],
+        "labels": list(dict.fromkeys(page.evaluate("window.posrefLabels"))),
+    }
+
+
+def _english_words(texts: list[str], tag: str) -> list[str]:
+    """The English words of ``texts`` a student of the edition ``tag`` should not read (test_edition_text's rule:
+    code, formulas and the glossary's kept words are not words)."""
+    kept = student_text.kept_words(tag)
+    return [w for text in texts for line in text.splitlines() for w in student_text.english_words(line, kept)]
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # nbgrader runs 01's first cells twice in a fresh kernel
+@pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
+@pytest.mark.parametrize("tag", list(launch.EDITIONS))
+def test_validate_speaks_the_editions_language(chromium, tag, request, tmp_path):  # noqa: F811
+    """A student of each edition clicks the toolbar's Validate on 01 with a wrong answer, then with a right one, then
+    with the answer cell turned into markdown: the button, its tooltip, the labels it shows while it works, the
+    dialog's title, sentences and button are the edition's (``posref_jupyter.validate.words``), with no English
+    word in a Chinese edition, and the failure listed is posref's message in that language; saved as
+    zh-TW_validate.png for zh-TW."""
+    server, shots = request.getfixturevalue(f"{tag.replace('-', '_').lower()}_lab"), _shot_dir(tmp_path)
+    words = validate.words(tag)
+    expected = _check_message(WRONG_ATTENTION, tag)
+    wrong = _validate_notebook(server, tag, WRONG_ATTENTION, "wrong")
+    right = _validate_notebook(server, tag, RIGHT_ATTENTION, "right")
+    retyped = _validate_notebook(server, tag, RIGHT_ATTENTION, "retyped", markdown=True)
+    with browser_page(chromium, server.home, height=900) as page:
+        try:
+            failed = _validate(page, server, wrong)
+            assert failed["title"] == words["title"] and failed["buttons"] == [words["ok"]], failed
+            assert failed["paragraphs"] == [words["failed"].format(count=1), words["cell_failed"]], failed
+            (error,) = failed["errors"]
+            for line in filter(None, map(str.strip, expected.splitlines())):  # posref's message, whole
+                assert line in error, (line, error)
+            assert failed["label"] == words["validate"] and failed["tooltip"] == words["tooltip"], failed
+            assert failed["labels"] == [words["saving"], words["validating"], words["validate"]], failed
+            if tag == "zh-TW":
+                page.screenshot(path=str(shots / "zh-TW_validate.png"))
+            page.locator(".jp-Dialog-footer .jp-Dialog-button").click()
+
+            passed = _validate(page, server, right)
+            assert passed["title"] == words["title"] and passed["buttons"] == [words["ok"]], passed
+            assert passed["paragraphs"] == [words["passed"]] and passed["errors"] == [], passed
+            page.locator(".jp-Dialog-footer .jp-Dialog-button").click()
+
+            changed = _validate(page, server, retyped)  # nbgrader refuses it before it runs anything
+            assert changed["title"] == words["title"] and changed["errors"] == [], changed
+            assert changed["paragraphs"] == [words["type_changed"]["code"]["markdown"]], changed
+        except Exception:
+            page.screenshot(path=str(shots / f"{tag}_validate_failure.png"))
+            print(f"\nJupyterLab log tail:\n{server.log_tail()}")
+            raise
+    said = [failed[k] for k in ("label", "tooltip", "title")] + failed["paragraphs"] + failed["buttons"]
+    said += failed["labels"] + passed["paragraphs"] + changed["paragraphs"]  # the failure is posref's message
+    if tag == "en":  # the English of posref_jupyter/validate.py, which the catalogs translate
+        assert failed["title"] == "Validation results", failed
+        assert passed["paragraphs"] == ["Every check of this notebook passed."], passed
+    else:
+        assert not _english_words(said, tag), _english_words(said, tag)
+        assert all(CHINESE.search(text) for text in said if text != words["validate"]), said

@@ -63,7 +63,9 @@ def build_wheel(tmp: Path) -> Path:
     for name in SDIST:
         if (REPO / name).is_dir():
             shutil.copytree(
-                REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+                REPO / name,
+                src / name,
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "node_modules"),
             )
         else:
             shutil.copy2(REPO / name, src / name)
@@ -115,10 +117,14 @@ def test_an_installed_wheel_finds_its_data_and_runs_a_notebook_from_another_fold
     wheel = build_wheel(tmp_path)
     shipped = {"posref/data/" + p.relative_to(SHIPPED).as_posix() for p in SHIPPED.rglob("*") if p.is_file()}
     with zipfile.ZipFile(wheel) as z:
-        missing = shipped - set(z.namelist())
+        names = set(z.namelist())
+    missing = shipped - names
     assert not missing, (
         f"the wheel leaves out the course's data (pyproject.toml's force-include): {sorted(missing)}"
     )
+    # the course's Validate button, built (what a student's JupyterLab loads), without its source and build tools
+    assert "posref_jupyter/jupyter_data/labextensions/@posref/validate/package.json" in names
+    assert not [n for n in names if n.startswith("posref_jupyter/labextension/")]
 
     python = fresh_venv(tmp_path, wheel)
     work = tmp_path / "work"  # a folder of the user's, no checkout above it

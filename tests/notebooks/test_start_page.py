@@ -139,6 +139,7 @@ STUDENT_SERVER_EXTENSIONS = {
     "nbgrader.server_extensions.formgrader": False,
     "nbgrader.server_extensions.assignment_list": False,
     "nbgrader.server_extensions.course_list": False,
+    "posref_jupyter.validate": True,  # the course's Validate button's words (posref_jupyter/validate.py)
 }
 STUDENT_HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:formgrader",
@@ -146,6 +147,7 @@ STUDENT_HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:assignment-list",
     "@jupyter/nbgrader:course-list",
     "@jupyter/nbgrader:menu",
+    "@jupyter/nbgrader:validate-assignment",  # the course's own button replaces it
     "@jupyterlab/apputils-extension:announcements",
 }
 
