@@ -14,7 +14,6 @@ each with the cause that goes with it.
 
 from __future__ import annotations
 
-import re
 import traceback
 from dataclasses import dataclass
 
@@ -45,7 +44,7 @@ KINDS = {
     "grader-error": "the grader's own failure",
     "unknown": "a failure whose cause was not said",
 }
-_TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,99}")
+MAX_TYPE_NAME = 100  # characters of an exception's type name kept as a cause's detail
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,12 @@ class Cause:
 
     @classmethod
     def raised(cls, type_name: str) -> Cause:
-        """An exception of ``type_name`` (the child's words: a name of at most 100 characters, else ``?``); a
-        ``NotImplementedError`` is the stub."""
+        """An exception of ``type_name`` (the child's words: a Python name, dotted or not and in any script, of at
+        most ``MAX_TYPE_NAME`` characters, else ``?``); a ``NotImplementedError`` is the stub."""
         if type_name == "NotImplementedError":
             return cls("stub")
-        return cls("raised", type_name if _TYPE_NAME.fullmatch(type_name) else "?")
+        named = len(type_name) <= MAX_TYPE_NAME and all(part.isidentifier() for part in type_name.split("."))
+        return cls("raised", type_name if named else "?")
 
     @classmethod
     def from_json(cls, data: object) -> Cause:

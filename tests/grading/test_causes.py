@@ -104,6 +104,10 @@ def test_what_the_child_did_has_its_cause():
     assert StudentError("ran posref.apply_rope", raised=False, kind="rule").cause == Cause("rule")
     # a type name is the child's word: one that is no name is not kept
     assert StudentError("x", types=("<img src=x onerror=alert(1)>",)).cause == Cause("raised", "?")
+    assert StudentError("x", types=("a" * 101,)).cause == Cause("raised", "?")
+    # a name in any script is a name: a zh-TW student's own exception keeps its name
+    assert StudentError("x", types=("形狀錯誤", "ValueError")).cause == Cause("raised", "形狀錯誤")
+    assert StudentError("x", types=("mine.形狀錯誤",)).cause == Cause("raised", "mine.形狀錯誤")
     assert StudentError("x").cause == Cause("raised", "?")
     assert ChildFailed("killed by signal 9").cause == Cause("crashed")
     assert ChildFailed("no answer within 60 s", hung=True).cause == Cause("timeout")
