@@ -32,9 +32,12 @@ def marked(source: str, spans: list[tuple[int, int]]) -> Markup:
 
 
 def _pair(result: Similarity, pair: Pair) -> Markup:
+    """Both cells of ``pair`` side by side, its matching slices marked (none where the pair shares nothing: a
+    threshold of 0 shows those pairs too)."""
     sides = []
-    for who, spans, share, size in ((pair.a, pair.slices[0], pair.share_a, pair.tokens_a),
-                                    (pair.b, pair.slices[1], pair.share_b, pair.tokens_b)):  # fmt: skip
+    slices = pair.slices or ([], [])
+    for who, spans, share, size in ((pair.a, slices[0], pair.share_a, pair.tokens_a),
+                                    (pair.b, slices[1], pair.share_b, pair.tokens_b)):  # fmt: skip
         source = result.sources.get((pair.notebook, pair.cell, who), "")
         sides.append(Markup("<div><b>") + text(who) + Markup("</b> ") +
                      text(f"({100 * share:.0f}% of its {size} tokens matched)") +

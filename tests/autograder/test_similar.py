@@ -288,6 +288,18 @@ def test_the_command_writes_every_pair_and_a_page_that_is_text(course, tmp_path)
     assert "<mark>" in page and "<pre>" in page
 
 
+def test_a_threshold_of_0_shows_every_pair_those_that_share_nothing_too(course, tmp_path):
+    """From 0, the page shows every pair scored, the release's (which shares nothing, so has no matching slice)
+    among them."""
+    html = tmp_path / "similar.html"
+    done = run_command(
+        "similar", "01_order", "--threshold", "0", "--csv", str(tmp_path / "s.csv"), "--html", str(html)
+    )
+    assert done.returncode == 0, done.stderr
+    page = html.read_text()
+    assert "0.00  attention: copy-a ~ release" in page and "(0% of its 0 tokens matched)" in page
+
+
 def test_an_earlier_terms_submissions_are_references(course, tmp_path):
     earlier = tmp_path / "earlier"
     (earlier / "zoe" / "01_order").mkdir(parents=True)
