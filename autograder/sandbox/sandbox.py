@@ -352,7 +352,7 @@ class Sandbox:
         (``REFERENCE_UID_OFFSET``), so that no student's processes count against its process limit."""
         if self.uid is None:
             return self
-        return Sandbox(uid=self.uid + REFERENCE_UID_OFFSET, limits=self.limits)
+        return Sandbox(uid=self.uid + REFERENCE_UID_OFFSET, limits=self.limits, trusted=self.trusted)
 
     def worn(self, pids: Iterable[int]) -> bool:
         """Whether a long-lived process of the grader's own (``pids``: its processes) has used ``RENEW_AFTER`` of its

@@ -302,6 +302,22 @@ def test_without_bubblewrap_a_trusted_class_is_graded_and_its_records_say_so(
         assert classmate.read_text() == "bob's work"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root only: an ordinary user's children run as that user")
+def test_a_trusted_classs_reference_child_runs_as_its_own_uid_too(tmp_path, monkeypatch):
+    """Sandbox(trusted=True) without bubblewrap, where the unprivileged uid can run Python: its students' children
+    run as that uid, and its speed checks' reference child as uid + 1000 (``for_reference``). The reference's sandbox
+    forgot the trust it was given (it read only the environment) and ran as root, the grader."""
+    from autograder.sandbox import sandbox as sandbox_module
+
+    _no_bubblewrap(tmp_path, monkeypatch, "not installed")
+    monkeypatch.delenv("POSREF_TRUSTED_CLASS", raising=False)
+    monkeypatch.setattr(sandbox_module, "_can_run_as", lambda uid: True)
+    box = Sandbox(uid=61000, trusted=True)
+    assert box.uid == 61000 and box.refusal is None
+    reference = box.for_reference
+    assert (reference.uid, reference.trusted, reference.refusal) == (62000, True, None)
+
+
 # A child that makes a user namespace of its own is root in it, with the kernel's code for a namespace's root open to
 # it (the way sandbox escapes have gone): every way of making one, and what must keep working (threads, processes)
 USER_NAMESPACES = """
