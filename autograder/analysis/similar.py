@@ -11,23 +11,22 @@ A cell's own tokens are those of its fingerprints that are neither the release's
 as MOSS leaves out a passage found in more than ``-m`` programs (Schleimer, Wilkerson & Aiken, "Winnowing", SIGMOD
 2003, and MOSS's documentation): a passage held by more than ``COMMON`` answers written apart is what the exercise,
 or the course, makes everyone write, not a sign that one copied another. The answers counted are the cell's
-(students', the solution's, an earlier term's), copies of one another counted once (one holds at least
-``SAME_SOURCE`` of the other's tokens, the stub left out: however many students copy one answer, the published
-solution among them, and whatever code of their own they add to it, its passages stay evidence), and the course's
-published solutions to every other answer cell (each written for another exercise: what recurs among them is the
-course's idiom, such as ``torch.arange(0, D, 2, ...)``). MOSS keeps its ``-m`` at 3 or 4 for short programs so as
-to still see 3- and 4-way copying; counting copies once sees any number, so ``COMMON`` is 2: a passage is evidence
-while only two answers written apart hold it.
+(students', the solution's, an earlier term's), copies of one another counted once (``_copies``: one holds at least
+``SAME_SOURCE`` of the other's tokens, the stub left out, so that a copy padded with code of its own or left
+unfinished is a copy: however many students copy one answer, the published solution among them, its passages stay
+evidence), and the course's published solutions to every other answer cell (each written for another exercise:
+what recurs among them is the course's idiom, such as ``torch.arange(0, D, 2, ...)``). MOSS keeps its ``-m`` at 3
+or 4 for short programs so as to still see 3- and 4-way copying; counting copies once sees any number, so
+``COMMON`` is 2 (MOSS's ``-m 2``: a passage is evidence while only two answers written apart hold it).
 
 An answer cell is too small to judge when its solution holds fewer than ``MIN_TOKENS`` tokens that no answer written
-apart from it (an answer of the cell that holds less than ``SAME_SOURCE`` of it) holds too, common knowledge and
-the stub left out: it is one formula that every correct answer writes out alike, and a copy of it
-cannot be told from an answer written alone. Its answers are listed, never scored. In a cell large enough to judge,
-an answer with fewer than ``MIN_TOKENS`` tokens of its own is too small to judge (listed, never scored); one with
-none but the stub's (as released) shares nothing with anyone and scores 0. A pair's ``similarity`` is the share of
-both cells' own tokens that the other cell holds too (each cell's matched tokens over its own tokens, ``share_a``
-and ``share_b``, weighted by the cells' sizes: 0 shares nothing, 1 is the same code however renamed, re-commented or
-reordered).
+apart from it (no copy of it) holds too, common knowledge and the stub left out: it is one formula that every
+correct answer writes out alike, and a copy of it cannot be told from an answer written alone. Its answers are
+listed, never scored. In a cell large enough to judge, an answer with fewer than ``MIN_TOKENS`` tokens of its own is
+too small to judge (listed, never scored); one with none but the stub's (as released) shares nothing with anyone
+and scores 0. A pair's ``similarity`` is the share of both cells' own tokens that the other cell holds too (each
+cell's matched tokens over its own tokens, ``share_a`` and ``share_b``, weighted by the cells' sizes: 0 shares
+nothing, 1 is the same code however renamed, re-commented or reordered).
 
 The class is the evidence of what is common: a cell with ``COMMON`` answers or fewer (the solution's included) can
 learn it only from the course's solutions to other cells, and the summary says so; an earlier term's answers
@@ -53,7 +52,7 @@ MIN_TOKENS = (
     24  # own tokens (two fingerprints' worth) under which an answer, or a cell, is too small to judge
 )
 COMMON = 2  # answers written apart that may hold a passage before it is common knowledge (MOSS's -m)
-# the share of an answer's tokens (less the stub only) that another holding makes it a copy of that answer
+# two answers are copies of one another where either holds this share of the other's tokens (the stub left out)
 SAME_SOURCE = THRESHOLD
 MAX_CELL = 50_000  # characters of one answer cell; a larger one is not compared
 MAX_NOTEBOOK = 32 * 2**20  # bytes of a notebook (what import takes)
@@ -254,9 +253,8 @@ def _common(found: dict[str, CodeFingerprint], elsewhere: list[set[int]], limit:
     Aiken 2003, section 5): a passage that many answers written apart hold is what the exercise, or the course, makes
     everyone write, not a sign of copying. The answers are those of the cell, ``found``, each group of copies counted
     once, and the fingerprints of the course's solutions to its other cells, ``elsewhere``, each counted (each was
-    written for another exercise). Two answers to the cell are copies of one another when one holds at least
-    ``SAME_SOURCE`` of the other's tokens (the stub left out; a copy with code of its own added is still a copy);
-    the holders of a fingerprint are taken in the order of ``found`` (the solution first), each one counted unless
+    written for another exercise). Two answers to the cell are copies of one another as ``_copies`` says; the
+    holders of a fingerprint are taken in the order of ``found`` (the solution first), each one counted unless
     it is a copy of one already counted: however many students copy one answer (the published solution among
     them), its passages stay theirs."""
     holders: dict[int, list[str]] = {}
@@ -271,7 +269,7 @@ def _common(found: dict[str, CodeFingerprint], elsewhere: list[set[int]], limit:
 
     def copies(a: str, b: str) -> bool:
         if (a, b) not in alike:
-            alike[(a, b)] = max(_similarity(found[a], found[b])[1:3]) >= SAME_SOURCE
+            alike[(a, b)] = _copies(found[a], found[b])
         return alike[(a, b)]
 
     common = set()
@@ -291,16 +289,23 @@ def _common(found: dict[str, CodeFingerprint], elsewhere: list[set[int]], limit:
 
 def _specific(solution: str, written: dict[str, tuple[Tokens, CodeFingerprint]], left_out: set[int]) -> int:
     """The tokens of the ``solution``'s cell that no answer written apart from it holds too: not ``left_out`` (the
-    stub, common knowledge) and not in any answer of ``written`` that holds less than ``SAME_SOURCE`` of it (the
-    stub left out; one that holds more is a copy of it, whatever it adds). What is left is what a copy of the
+    stub, common knowledge) and not in any answer of ``written`` that is no copy of it (``_copies``: a copy padded
+    with code of its own, or left unfinished, is no answer written apart). What is left is what a copy of the
     solution shares with it and an answer written apart does not: a cell where it is under ``MIN_TOKENS`` is one
     formula that every correct answer writes out alike, too small to judge."""
     cell_tokens, found = written[solution]
     apart: set[int] = set()
     for who, (_, other) in written.items():
-        if who != solution and found.hashes & other.hashes and _similarity(found, other)[1] < SAME_SOURCE:
+        if who != solution and found.hashes & other.hashes and not _copies(found, other):
             apart |= other.hashes
     return int(fingerprint(cell_tokens, left_out | (found.hashes & apart)).token_coverage)
+
+
+def _copies(found_a: CodeFingerprint, found_b: CodeFingerprint) -> bool:
+    """Whether one of two cells (fingerprinted less the stub only) is a copy of the other: it holds at least
+    ``SAME_SOURCE`` of the other's tokens, or the other holds that much of its own (a copy padded with code of its
+    own, a copy left unfinished)."""
+    return max(_similarity(found_a, found_b)[1:3]) >= SAME_SOURCE
 
 
 def _similarity(found_a: CodeFingerprint, found_b: CodeFingerprint) -> tuple[float, float, float, tuple]:

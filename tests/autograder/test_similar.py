@@ -273,6 +273,30 @@ def test_many_copies_of_one_answer_do_not_make_it_common(course, tmp_path):
             assert p.similarity >= 0.9, p
 
 
+def test_unfinished_copies_of_the_solution_do_not_make_it_too_small_to_judge(course, tmp_path):
+    """Two students hand in a part of the solution each (its first half, its second: copies left unfinished), a
+    third all of it, disguised. A part is a copy of the solution (the solution holds all of it), not an answer written
+    apart from it: were it one, the two parts together would hold all of the solution, and every cell would be too
+    small to judge. Each cell is judged, the whole copy scores at least 0.9."""
+    solution = sc.solution("01_order", "en")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POSREF_COURSE_DIR", str(tmp_path))
+        for student in ("first-half", "second-half", "whole"):
+            nb = json.loads(json.dumps(solution))
+            for cell in _cells(nb).values():
+                lines = cell["source"].split("\n")
+                half = len(lines) // 2
+                cell["source"] = {"first-half": "\n".join(lines[:half]),
+                                  "second-half": "\n".join(lines[:1] + lines[half:]),
+                                  "whole": disguised(cell["source"], "w")}[student]  # fmt: skip
+            target = tmp_path / "submitted" / student / "01_order" / "01_order.ipynb"
+            target.parent.mkdir(parents=True)
+            target.write_text(json.dumps(nb))
+        result = similar("01_order")
+    assert all(c.judged for c in result.cells), result.cells
+    assert all(_score(result, "whole", SOLUTION, c.cell) >= 0.9 for c in result.cells)
+
+
 def test_the_command_writes_every_pair_and_a_page_that_is_text(course, tmp_path):
     done = run_command("similar", "02_absolute", "--csv", str(tmp_path / "similar.csv"), "--threshold", "0.5")
     assert done.returncode == 0, done.stderr
