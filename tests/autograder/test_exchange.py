@@ -2,7 +2,11 @@
 
 The instructor releases 01_order to the exchange with the course configuration; a student (their own folder and
 HOME, plain nbgrader without the course's configuration, as on a hub) lists, fetches, does the work and submits;
-the instructor collects and autogrades it. The browser side of the same (the Assignment List) uses these
+the instructor collects it, imports a classmate's untouched release beside it, grades both, writes their feedback
+and exports the grades, with the system's temporary folder (``TMPDIR``) an empty folder of the test's own, which
+they must leave empty (issue 35.4, as root: tests/autograder/test_ordinary_users.py runs the same commands as an
+ordinary user; each grading worker left an empty ``posref-worker-*`` folder, the local Dask cluster its
+``dask-scratch-space``, a grader running as root a lock file per worker process). The browser side of the same (the Assignment List) uses these
 commands' server extension; tests/autograder/test_hub.py runs it all on a real JupyterHub with Unix users. As root,
 the second test puts into the exchange what other users could (submissions owned by ``nobody`` and ``daemon``,
 chowned as root) and collects with the course's owner check (autograder/intake/exchange.py).
@@ -33,15 +37,20 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout + done.stderr
 
 
+def _left_in(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
 def test_release_fetch_submit_collect_grade_through_a_local_exchange(tmp_path):
     exchange, course, student = tmp_path / "exchange", tmp_path / "course", tmp_path / "student"
-    for folder in (exchange, student):
+    temporary = tmp_path / "tmp"  # the instructor's TMPDIR: left empty by every command (issue 35.4)
+    for folder in (exchange, student, temporary):
         folder.mkdir()
     exchange.chmod(0o777)  # shared by the instructor and every student
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     instructor_env = {**os.environ, "PATH": path, "POSREF_COURSE_DIR": str(course), "POSREF_FAST": "1",
                       "POSREF_EXCHANGE_DIR": str(exchange), "POSREF_RELEASE_DIR": str(tmp_path / "release"),
-                      "PYTHONPATH": str(REPO)}  # fmt: skip
+                      "PYTHONPATH": str(REPO), "TMPDIR": str(temporary)}  # fmt: skip
     student_env = {**os.environ, "PATH": path, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     nbgrader = [sys.executable, "-m", "nbgrader"]
     on_hub = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=posref"]  # what the hub configures
@@ -63,8 +72,15 @@ def test_release_fetch_submit_collect_grade_through_a_local_exchange(tmp_path):
     _run([*nbgrader, "collect", "01_order", f"--JupyterApp.config_file={CONFIG}"], REPO, instructor_env)
     me = getpass.getuser()
     assert (course / "submitted" / me / "01_order" / "01_order.ipynb").is_file()
-    _run([sys.executable, "-m", "autograder", "autograde", "01_order", "--student", me, "--workers", "1"], REPO,
+    classmate = tmp_path / "class" / "classmate"  # handed in by hand, imported: the untouched release
+    classmate.mkdir(parents=True)
+    shutil.copy(tmp_path / "release" / "01_order" / "01_order.ipynb", classmate)
+    autograder = [sys.executable, "-m", "autograder"]
+    _run([*autograder, "import", str(classmate.parent), "--assignment", "01_order"], REPO, instructor_env)
+    _run([*autograder, "autograde", "01_order", "--student", me, "--student", "classmate", "--workers", "1"], REPO,
          instructor_env)  # fmt: skip
+    _run([*autograder, "feedback", "01_order"], REPO, instructor_env)
+    assert (course / "feedback" / "classmate" / "01_order" / "01_order.html").is_file()
     csv_path = tmp_path / "grades.csv"
     _run(
         [sys.executable, "-m", "autograder", "export", "01_order", "--csv", str(csv_path)],
@@ -72,10 +88,14 @@ def test_release_fetch_submit_collect_grade_through_a_local_exchange(tmp_path):
         instructor_env,
     )
     with open(csv_path, newline="") as f:
-        [row] = [r for r in csv.DictReader(f) if r["student"] == me]
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    row = rows[me]
     assert row["status"] == "graded" and row["score"] == row["max_score"], row  # every autograded point
     # the time nbgrader's exchange wrote (timestamp.txt) reaches the CSV
     assert row["submitted"].endswith(" UTC") and row["late_penalty"] == "", row
+    other = rows["classmate"]
+    assert other["status"] == "graded" and float(other["score"]) == 0, other  # the untouched release
+    assert _left_in(temporary) == []  # the instructor's commands left nothing in the temporary folder
 
 
 def _inbound_copy(submitted: Path, inbound: Path, name: str, owner: str) -> Path:
