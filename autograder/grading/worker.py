@@ -11,16 +11,19 @@ writes the gradebook, the records and the notebooks.
 
 A worker process keeps one ``Sandbox`` for its whole life (its fork server and speed checks' reference child live as
 long as the process, in no folder of the host's) with its own unprivileged uid when root: 62001, 62002, … held by
-an abstract Unix socket named after it (``_free_uid``: the kernel releases the name when the process ends,
-however it ends, and nothing is written), so that every worker process of root's on a machine has its own, however
-they were started; its speed checks' reference child runs as that uid + 1000. A worker of an ordinary user takes
-none: its children run as that user.
+a lock on a file named after it in a folder only root may enter (``_free_uid``: the kernel releases the lock when
+the process ends, however it ends; nothing is written in the temporary folder), so that every worker process of
+root's on a machine has its own, however they were started, and no other user can take one first; its speed
+checks' reference child runs as that uid + 1000. A worker of an ordinary user takes none: its children run as that
+user.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import stat
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
@@ -37,26 +40,72 @@ from posref.grading.child.plain_data import student_text
 UID_BASE = 62000
 MAX_UIDS = 1000
 
+# the folder of the uid claims: root's, 0700, outside the temporary folder (a tmpfs emptied at boot; the empty lock
+# files, one per uid ever held, stay there)
+UID_FOLDER = Path("/run/posref-grader-uids")
+
 _SANDBOX: Sandbox | None = None
-_UID_HELD: socket.socket | None = None  # the socket that holds this process's uid, open until it exits
+_UID_HELD: int | None = None  # the descriptor whose lock holds this process's uid, open until it exits
 
 
 def _free_uid() -> int:
-    """An unprivileged uid that no other grading process on this machine holds. A process holds its uid by binding
-    the abstract Unix socket ``posref-grader-uid-<uid>``: a name in the kernel, never a file (nothing to leave in
-    the temporary folder, nothing another user could make first), released when the process ends, however it
-    ends. Another process's name is refused (``EADDRINUSE``): the next uid is tried."""
+    """An unprivileged uid that no other grading process on this machine holds. A process holds its uid by an
+    exclusive ``flock`` on the file ``UID_FOLDER/<uid>``: a lock belongs to the open file, so the kernel releases it
+    when the process ends, however it ends (SIGKILL included), and the descriptor is not inherited by the programs
+    it starts (PEP 446). Another process's lock is refused (``EWOULDBLOCK``): the next uid is tried. Only root can
+    make, open or lock a file in the folder (``_uid_folder``: root's, mode 0700), so no other user can take a uid
+    first or make a grader skip one (abstract Unix socket names, which held the uids before, are open to every
+    user: one who bound them all stopped root's grading)."""
     global _UID_HELD
-    for k in range(1, MAX_UIDS):
-        held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # not inherited by the children (PEP 446)
-        try:
-            held.bind(f"\0posref-grader-uid-{UID_BASE + k}")
-        except OSError:
-            held.close()
-            continue
-        _UID_HELD = held
-        return UID_BASE + k
+    folder = _uid_folder()
+    try:
+        for uid in range(UID_BASE + 1, UID_BASE + MAX_UIDS):
+            held = os.open(
+                str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder
+            )
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(held)
+                continue
+            _UID_HELD = held
+            return uid
+    finally:
+        os.close(folder)
     raise RuntimeError(f"{MAX_UIDS - 1} grading processes already run on this machine: no uid is free")
+
+
+def _uid_folder() -> int:
+    """A descriptor of ``UID_FOLDER``, made (root's, 0700) if it is missing; a clear error if it is a symlink, not a
+    folder, or not root's with mode 0700: a folder another user could write would let them hold the uids."""
+    made = True
+    try:
+        os.mkdir(UID_FOLDER, 0o700)
+    except FileExistsError:
+        made = False
+    except OSError as err:
+        raise RuntimeError(
+            f"cannot make {UID_FOLDER}, the folder where root's grading processes claim their uids ({err}): "
+            "make it, owned by root with mode 0700"
+        ) from err
+    try:
+        folder = os.open(UID_FOLDER, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as err:
+        raise RuntimeError(
+            f"{UID_FOLDER}, where root's grading processes claim their uids, must be a folder, not a symlink or a "
+            f"file ({err}): remove it (it is made again)"
+        ) from err
+    if made:
+        os.fchmod(folder, 0o700)  # the bits of the owner's that a umask took away
+    found = os.fstat(folder)
+    if found.st_uid != 0 or stat.S_IMODE(found.st_mode) != 0o700:
+        os.close(folder)
+        raise RuntimeError(
+            f"{UID_FOLDER}, where root's grading processes claim their uids, must be root's with mode 0700, not "
+            f"uid {found.st_uid}'s with mode {stat.S_IMODE(found.st_mode):04o}: another user could hold the uids; "
+            f"remove it (it is made again) or give it to root with mode 0700"
+        )
+    return folder
 
 
 def _sandbox() -> Sandbox:
