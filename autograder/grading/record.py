@@ -33,11 +33,13 @@ from posref.grading.child.plain_data import student_text
 from posref.grading.child.remote import BudgetSpent, Child, ChildFailed, RemoteFunction
 from posref.grading.child.scratch import remove_tree
 from posref.grading.failure import Cause, StudentError
-from posref.i18n import _
+from posref.i18n import N_, _
 
 MAX_RESTARTS = 6
 # starts of the reference child, and runs of a speed check whose reference child failed
 REFERENCE_ATTEMPTS = 3
+# a test cell whose check failed by a fault of the grader's: the student's message, and in English the record's reason
+GRADER_ERROR = N_("grader error while checking {grade_id}: {error}")
 
 
 class GraderFailed(Exception):
@@ -417,10 +419,13 @@ def _grade_notebook(
                 result.causes = [Cause("not-run")]
                 continue
             except Exception as err:  # a fault of the grader's own: flagged for a person, never scored
-                what = f"{type(err).__name__}: {student_text(str(err))}"
-                result.message = f"grader error while checking {result.grade_id}: {what}"
+                said = {
+                    "grade_id": result.grade_id,
+                    "error": f"{type(err).__name__}: {student_text(str(err))}",
+                }
+                result.message = _(GRADER_ERROR).format(**said)
                 result.causes = [Cause("grader-error")]
-                record.status, record.reason = "could not grade", record.reason or result.message
+                record.status, record.reason = "could not grade", record.reason or GRADER_ERROR.format(**said)
                 continue
             failures = [m for m in messages if m.message]
             result.score = 0.0 if failures else result.points

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 import pytest
@@ -62,19 +61,33 @@ def test_the_notebook_budget_bounds_all_calls_together(tmp_path):
     )
 
 
+# the message of a test cell whose check the grader failed, as the student reads it in each edition (issue 37: it
+# was English in every edition); the record's reason, the instructor's, is English in all
+GRADER_FAULT = {
+    "en": "grader error while checking test_sinusoidal_pe: TypeError: a bug of the grader",
+    "zh-TW": "評分程式在檢查 test_sinusoidal_pe 時出錯：TypeError: a bug of the grader",
+    "zh-CN": "评分程序在检查 test_sinusoidal_pe 时出错：TypeError: a bug of the grader",
+}
+
+
 @needs_bwrap
+@pytest.mark.parametrize("edition", list(GRADER_FAULT))
 def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_fails_the_check(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, edition
 ):
     """An exception that is not a failed check (a fault of the grader's, or a student value it did not foresee)
     used to escape grade_notebook, so the student's whole record was lost and the gradebook kept what nbgrader
     wrote; a student's function that raised while being timed (outside the checker's cases) did the same."""
+    import nbformat
+
     import posref.grading as checkers
 
     source = REPO / "autograder" / "demo" / "source" / "positions" / "positions.ipynb"
     submitted = tmp_path / "alice" / source.name
     submitted.parent.mkdir()
-    shutil.copy(source, submitted)
+    nb = nbformat.read(source, as_version=4)
+    nb.metadata["posref"] = {"edition": edition}
+    nbformat.write(nb, submitted)
 
     def broken_checker(fn, **kwargs):
         raise TypeError("a bug of the grader")
@@ -85,10 +98,15 @@ def test_a_grader_fault_in_one_check_is_could_not_grade_and_a_raise_while_timed_
     monkeypatch.setattr(checkers, "check_sinusoidal_pe", broken_checker)
     monkeypatch.setattr(checkers, "check_apply_rope_speed", timed)
     record = grade_notebook(source, submitted, sandbox=Sandbox(), scratch_base=tmp_path / "scratch")
-    assert record.status == "could not grade" and record.score is None
-    assert "grader error while checking test_sinusoidal_pe: TypeError: a bug of the grader" in record.reason
-    speed = {c.grade_id: c for c in record.cells}["test_apply_rope_speed"]
-    assert speed.message.startswith("apply_rope raised") and speed.score == 0
+    assert record.status == "could not grade" and record.score is None and record.edition == edition
+    assert record.reason == GRADER_FAULT["en"]
+    cells = {c.grade_id: c for c in record.cells}
+    assert (cells["test_sinusoidal_pe"].message, cells["test_sinusoidal_pe"].causes) == (
+        GRADER_FAULT[edition],
+        [Cause("grader-error")],
+    )
+    speed = cells["test_apply_rope_speed"]
+    assert speed.score == 0 and speed.causes == [Cause("raised", "TypeError")], speed
 
 
 def test_a_cell_that_kills_the_child_is_left_out_and_the_rest_still_runs(tmp_path):
