@@ -200,3 +200,36 @@ def test_the_ratio_is_the_median_round_and_one_fast_round_neither_decides_nor_st
 
     result = speed_ratio(student, reference, counting_draw(), device=CPU, give_up_above=3.0, round_s=0.5)
     assert len(result.ratios) == 11 and result.ratios[0] == 1.0 and result.ratio == 5.0
+
+
+def _verdict(medians: list[float]) -> tuple[float | None, str, int]:
+    """``within_budget`` (budget 12x) on a measure whose successive calls return ``medians``: (the ratio it returns, or
+    None when it raised; its message; how many times it measured)."""
+    from posref.grading.speed.budgets import Budget
+
+    calls = iter(medians)
+    measured = []
+
+    def measure(**_kw):
+        ratio = next(calls)
+        measured.append(ratio)
+        return Timing(ratio, [ratio] * 11), CPU
+
+    budget = Budget(max_ratio=12.0, measured="a test", shape=(1, 8, 256, 64))
+    try:
+        ratio = timing.within_budget("f", measure, budget, CPU, inputs="x", advice="", reference=None)
+        return ratio, "", len(measured)
+    except CheckFailed as failure:
+        return None, str(failure), len(measured)
+
+
+def test_a_ratio_over_the_budget_is_measured_again_and_the_lower_median_stands():
+    """No clock: the measurements are given. Within the budget: measured once. Over it, then within: passes with the
+    second. Over it twice: fails with the lower median of the two, whichever came first."""
+    assert _verdict([6.0]) == (6.0, "", 1)
+    assert _verdict([12.0]) == (12.0, "", 1)  # at the budget is within it
+    assert _verdict([15.4, 6.2]) == (6.2, "", 2)
+    for medians in ([40.0, 41.0], [41.0, 40.0]):
+        ratio, message, measured = _verdict(medians)
+        assert ratio is None and measured == 2, (medians, ratio, measured)
+        assert message.startswith("f is too slow: 40.0x the reference's time (budget 12x on cpu"), message

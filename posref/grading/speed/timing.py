@@ -415,9 +415,21 @@ def within_budget(name: str, measure: Callable[..., tuple[Timing, torch.device]]
                   *, inputs: str, advice: str, reference: Callable[..., Any] | None) -> float:  # fmt: skip
     """The ratio ``measure(fn's timing)`` gives at ``budget.shape`` on ``device``; ``CheckFailed`` saying how slow
     ``name`` was, on what ``inputs`` (the budget's shape follows), and the ``advice``, when it is over
-    ``budget.max_ratio``. ``measure`` is a checker's ``<name>_speed_ratio`` with its function bound."""
-    timing, ran_on = measure(device=device, shape=budget.shape, give_up_above=2 * budget.max_ratio,
-                             pass_below=budget.max_ratio / 2, reference=reference)  # fmt: skip
+    ``budget.max_ratio``. ``measure`` is a checker's ``<name>_speed_ratio`` with its function bound.
+
+    A ratio over the budget is measured a second time, and the lower of the two medians stands. On a loaded machine
+    a burst of other work can slow a round's two functions unevenly: a median of 11 rounds of a sane float64 answer
+    once read 15.4x against a 12x budget its calibration put 2x above it. Such a burst seldom lasts through a second
+    measurement, while an answer over its budget by design (budgets sit 3x below the best slow implementation) is
+    over it again; one given up early (2x over the budget) costs its second measurement 3 rounds."""
+
+    def timed() -> tuple[Timing, torch.device]:
+        return measure(device=device, shape=budget.shape, give_up_above=2 * budget.max_ratio,
+                       pass_below=budget.max_ratio / 2, reference=reference)  # fmt: skip
+
+    timing, ran_on = timed()
+    if timing.ratio > budget.max_ratio:  # measured again before the verdict stands
+        timing, ran_on = min((timing, ran_on), timed(), key=lambda measured: measured[0].ratio)
     if timing.ratio > budget.max_ratio:
         provisional = (
             _(" This {device} budget is provisional ({measured}).").format(
