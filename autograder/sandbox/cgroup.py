@@ -18,12 +18,18 @@ round can take away. It is the v1 ``cpuacct`` controller's group (``cpuacct.usag
 there (root, as on this course's machines and CI), else a group of the v2 hierarchy (``cpu.stat``'s ``usage_usec``,
 kept by every v2 group) where the grader may write one (root, or a delegated subtree); elsewhere ``CpuGroups.problem``
 says why, and a round is charged its process tree's CPU time, reaped processes included, instead.
+
+Every group is held by the grader that made it: an exclusive ``flock`` on the group's directory, which the kernel
+drops when that grader ends, however it ends. A grader starting up removes the groups under its base that nobody
+holds (left by one that was killed) and nothing else: not a group of a grader in another PID namespace sharing the
+same base, whose process number means nothing here.
 """
 
 from __future__ import annotations
 
-import itertools
+import fcntl
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -31,7 +37,6 @@ from pathlib import Path
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 PREFIX = "posref-child-"
-_NAMES = itertools.count()  # one sequence per grader process, however many Sandbox objects it makes
 
 
 def _own_v1_group() -> Path | None:
@@ -99,6 +104,41 @@ def _remove(group: Path, patience: float = 10.0) -> bool:
             time.sleep(0.02)
 
 
+def _open(group: Path) -> int:
+    return os.open(group, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _claim(base: Path) -> tuple[Path, int]:
+    """A fresh group under ``base``, held: (its path, the descriptor that holds its lock until it is closed)."""
+    while True:
+        # a random name: unique beside the groups of graders in other PID namespaces
+        path = base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        path.mkdir()
+        fd = _open(path)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if path.is_dir():  # else a sweep took it between mkdir and flock: make another
+            return path, fd
+        os.close(fd)
+
+
+def _sweep(base: Path) -> None:
+    """Remove the groups under ``base`` that no living grader holds (its grader was killed)."""
+    for path in base.glob(f"{PREFIX}*"):
+        try:
+            fd = _open(path)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # held: its grader lives
+        try:
+            _remove(path, patience=1.0)
+        finally:
+            os.close(fd)
+
+
 def _move(procs: str, pid: int) -> None:
     """Move process ``pid`` into the group whose ``cgroup.procs`` file is ``procs`` (one write of its number)."""
     fd = os.open(procs, os.O_WRONLY)
@@ -108,33 +148,42 @@ def _move(procs: str, pid: int) -> None:
         os.close(fd)
 
 
-class MemoryGroup:
-    """A fresh memory cgroup limited to ``limit`` bytes (swap included where the kernel counts it)."""
+class _Group:
+    """A fresh group under ``base``, held by this process until ``remove``."""
 
-    def __init__(self, path: Path, limit: int) -> None:
-        self.path = path
-        path.mkdir()
-        try:
-            (path / "memory.limit_in_bytes").write_text(str(limit))
-            if (path / "memory.memsw.limit_in_bytes").exists():
-                (path / "memory.memsw.limit_in_bytes").write_text(str(limit))
-        except OSError:
-            path.rmdir()
-            raise
-        self._procs = str(path / "cgroup.procs")
+    def __init__(self, base: Path) -> None:
+        self.path, self._held = _claim(base)
+        self._procs = str(self.path / "cgroup.procs")
 
     def add(self, pid: int) -> None:
-        """Move process ``pid`` into the group (what it allocates from then on counts here)."""
+        """Move process ``pid`` into the group (what it uses from then on counts here)."""
         _move(self._procs, pid)
+
+    def remove(self) -> bool:
+        """Kill whatever is still in the group and remove it (False: some process would not go)."""
+        try:
+            return _remove(self.path)
+        finally:
+            os.close(self._held)
+
+
+class MemoryGroup(_Group):
+    """A fresh memory cgroup limited to ``limit`` bytes (swap included where the kernel counts it)."""
+
+    def __init__(self, base: Path, limit: int) -> None:
+        super().__init__(base)
+        try:
+            (self.path / "memory.limit_in_bytes").write_text(str(limit))
+            if (self.path / "memory.memsw.limit_in_bytes").exists():
+                (self.path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+        except OSError:
+            self.remove()
+            raise
 
     @property
     def peak(self) -> int:
         """The most memory the group has held, in bytes."""
         return int((self.path / "memory.max_usage_in_bytes").read_text())
-
-    def remove(self) -> bool:
-        """Kill whatever is still in the group and remove it (False: some process would not go)."""
-        return _remove(self.path)
 
 
 class MemoryGroups:
@@ -144,7 +193,7 @@ class MemoryGroups:
         self.limit = limit
         self.base, self.problem = self._find()
         if self.base is not None:
-            self._remove_stale()
+            _sweep(self.base)
 
     @staticmethod
     def _find() -> tuple[Path | None, str | None]:
@@ -153,40 +202,25 @@ class MemoryGroups:
         base = _own_v1_group()
         if base is None or not base.is_dir():
             return None, "no cgroup v1 memory controller at /sys/fs/cgroup/memory"
-        probe = base / f"{PREFIX}{os.getpid()}-probe"
         try:
-            MemoryGroup(probe, 2**30)
+            MemoryGroup(base, 2**30).remove()
         except OSError as err:
             return None, f"cannot make a memory cgroup in {base}: {err.strerror or err}"
-        _remove(probe)
         return base, None
-
-    def _remove_stale(self) -> None:
-        """Groups left by a grader that was killed (its pid is gone)."""
-        for path in self.base.glob(f"{PREFIX}*"):
-            pid = path.name[len(PREFIX) :].split("-")[0]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                _remove(path, patience=1.0)
 
     def make(self) -> MemoryGroup | None:
         """A fresh group for one child, or None where there are none."""
         if self.base is None:
             return None
-        return MemoryGroup(self.base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}", self.limit)
+        return MemoryGroup(self.base, self.limit)
 
 
-class CpuGroup:
+class CpuGroup(_Group):
     """A fresh cgroup (``cpuacct`` v1, or v2) counting the CPU time of every process ever in it (``seconds``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.mkdir()
-        self._procs = str(path / "cgroup.procs")
-        self._usage = path / ("cpuacct.usage" if (path / "cpuacct.usage").exists() else "cpu.stat")
-
-    def add(self, pid: int) -> None:
-        """Move process ``pid`` into the group (the CPU time it uses from then on counts here)."""
-        _move(self._procs, pid)
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self._usage = self.path / ("cpuacct.usage" if (self.path / "cpuacct.usage").exists() else "cpu.stat")
 
     def seconds(self) -> float:
         """The CPU seconds the group's processes, living and ended, have used."""
@@ -197,10 +231,6 @@ class CpuGroup:
             int(next(line for line in text.splitlines() if line.startswith("usage_usec ")).split()[1]) / 1e6
         )
 
-    def remove(self) -> bool:
-        """Kill whatever is still in the group and remove it (False: some process would not go)."""
-        return _remove(self.path)
-
 
 class CpuGroups:
     """Makes a ``CpuGroup`` per child where this machine lets the grader, else says why not (``problem``)."""
@@ -208,10 +238,7 @@ class CpuGroups:
     def __init__(self) -> None:
         self.base, self.problem = self._find()
         if self.base is not None:
-            for path in self.base.glob(f"{PREFIX}*"):  # groups of a grader that was killed (its pid is gone)
-                pid = path.name[len(PREFIX) :].split("-")[0]
-                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                    _remove(path, patience=1.0)
+            _sweep(self.base)
 
     @staticmethod
     def _find() -> tuple[Path | None, str | None]:
@@ -222,7 +249,7 @@ class CpuGroups:
                 problems.append(f"{name} is not mounted")
                 continue
             try:  # a group, a process moved into it and its time read: what each child's needs
-                probe = CpuGroup(base / f"{PREFIX}{os.getpid()}-probe")
+                probe = CpuGroup(base)
             except OSError as err:
                 problems.append(f"cannot make a CPU cgroup in {base}: {err.strerror or err}")
                 continue
@@ -233,7 +260,7 @@ class CpuGroups:
                 problems.append(f"cannot count a process's CPU time in {base}: {err}")
                 continue
             finally:
-                _remove(probe.path)
+                probe.remove()
             return base, None
         return None, "; ".join(problems)
 
@@ -241,7 +268,7 @@ class CpuGroups:
         """A fresh group for one child, or None where there are none."""
         if self.base is None:
             return None
-        return CpuGroup(self.base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}")
+        return CpuGroup(self.base)
 
 
 class ChildGroups:

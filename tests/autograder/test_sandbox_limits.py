@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from autograder.course import REPO
 from autograder.demo.submissions import PE
 from autograder.grading.record import _Children, _run_check
 from autograder.sandbox import seccomp
+from autograder.sandbox.cgroup import CpuGroups, MemoryGroups, _remove
 from autograder.sandbox.sandbox import Limits, Sandbox
 from posref.grading.child.remote import Child, ChildFailed
 from posref.grading.child.scratch import remove_tree
@@ -328,3 +330,48 @@ def test_a_childs_memory_group_is_removed_when_its_cpu_group_cannot_be_made(monk
     with pytest.raises(OSError, match="No space left"):
         sandbox.groups()
     assert made and not made[0].path.exists()
+
+
+HOLDER = """
+import fcntl, os, subprocess, sys, time
+group = sys.argv[1]
+os.mkdir(group)
+held = os.open(group, os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(held, fcntl.LOCK_EX)
+inside = subprocess.Popen(["sleep", "600"])
+with open(os.path.join(group, "cgroup.procs"), "w") as procs:
+    procs.write(str(inside.pid))
+print(inside.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_cgroup
+@pytest.mark.parametrize("groups", ["memory", "cpu"])
+def test_a_graders_sweep_spares_a_group_another_living_grader_holds_and_takes_a_killed_ones(groups):
+    """Another grader, in a PID namespace of its own, shares this grader's base cgroup: the process number in its
+    group's name means nothing here (none such lives here). Before, a grader starting up took any group whose
+    number was not a living process here for a killed grader's, and removed it with the child in it, in the middle
+    of the other's grading. Now a group is held by a lock its grader keeps; once that grader is killed, the next
+    sweep removes its group and what is still in it."""
+    sweep = {"memory": lambda: MemoryGroups(2**30), "cpu": CpuGroups}[groups]  # each sweeps as it starts
+    base = getattr(SANDBOX, groups).base
+    if base is None:
+        pytest.skip(f"no {groups} cgroup here: {getattr(SANDBOX, groups).problem}")
+    number = next(n for n in range(4_000_000, 4_100_000) if not Path(f"/proc/{n}").exists())
+    group = base / f"posref-child-{number}-0"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(group)], stdout=subprocess.PIPE, text=True)
+    try:
+        inside = Path(f"/proc/{holder.stdout.readline().strip()}/stat")
+        sweep()
+        assert group.is_dir() and inside.exists(), "a living grader's group was swept"
+        holder.kill()
+        holder.wait()
+        sweep()
+        assert not group.exists()  # removed only once nothing ran in it
+        assert not inside.exists() or inside.read_text().split()[2] == "Z"
+    finally:
+        holder.kill()
+        holder.wait()
+        if group.exists():
+            _remove(group)
