@@ -161,9 +161,9 @@ class HiddenTestsOfTheSource(ClearHiddenTests):
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     HiddenTestsOfTheSource,
+    EditionOfThePage,  # first: the notes StudentCellsSanitized writes speak the page's language
     StudentCellsSanitized,
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    EditionOfThePage,
 ]
 c.StudentCellsSanitized.enabled = True  # nbconvert's preprocessors are off unless enabled
 c.EditionOfThePage.enabled = True

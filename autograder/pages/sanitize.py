@@ -18,6 +18,11 @@ and ``text/markdown`` outputs with bleach) made to what the course's pages need:
   ``for``, a ``form``, an ``aria-*`` reference or a ``data-*`` attribute (``_safe_attribute``, for rendered markdown and
   HTML outputs alike): the formgrader's script binds each grade's controls by id and class, and a written answer's
   ``<span id="q_keys_only">`` once took the next answer's score input;
+* the only URLs kept are an image inline (``INLINE_IMAGE``: a PNG, JPEG or GIF as nbconvert writes an attachment) and a
+  link to a place on the page (``ON_THE_PAGE``); every other one, relative or absolute, in any attribute, is dropped
+  and noted where it was (``PageUrls``): the instructor's browser sent ``<img src="/formgrader/...">`` or
+  ``src="../../hub/..."`` in a written answer to the instructor's own server, with the instructor's cookies. The
+  notes, like the attachments', speak the page's language (a student's feedback page: their edition's);
 * markdown cells are left as written: ``CleanMarkdownExporter`` (the feedback pages, the formgrader's view)
   cleans them once rendered to HTML (``clean_rendered_html``). Markdown may build links and images that a pass
   over its source never sees as tags, and such a pass escapes every ``<``, which a formula or a code span then
@@ -27,15 +32,18 @@ and ``text/markdown`` outputs with bleach) made to what the course's pages need:
 from __future__ import annotations
 
 import binascii
+import contextlib
 import re
 
 import bleach
 import jinja2
+from bleach.html5lib_shim import Filter
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from pygments.token import STANDARD_TYPES
 from traitlets import Set
 
+from posref import i18n
 from posref.i18n import _
 
 GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -58,37 +66,82 @@ SAFE_CLASSES = frozenset({*STANDARD_TYPES.values(), "highlight", "anchor-link"})
 
 
 def _safe_attribute(tag: str, name: str, value: str) -> bool:
-    """Attributes kept in rendered markdown: links to the web, anchors and relative paths; images only inline
-    (a PNG, JPEG or GIF) or relative; ``alt``, ``title``, table alignment, and ``SAFE_CLASSES``."""
+    """Attributes kept in rendered markdown: ``alt``, ``title``, table alignment, ``SAFE_CLASSES``, and a link's
+    ``href`` and an image's ``src`` for ``PageUrls`` to judge; every other attribute (``style``, ``srcset``,
+    ``poster``, ``background``, ``formaction``, ``xlink:href``, an event handler, ...) is dropped."""
     if name in ("alt", "title", "align"):
         return True
     if name == "class":
         return bool(value.split()) and set(value.split()) <= SAFE_CLASSES
-    if tag == "a" and name == "href":
-        return value.startswith(("https://", "http://", "mailto:", "#")) or _relative(value)
-    if tag == "img" and name == "src":
-        return value.startswith(("data:image/png;", "data:image/jpeg;", "data:image/gif;")) or _relative(
-            value
-        )
-    return False
+    return (tag, name) in (("a", "href"), ("img", "src"))
 
 
-def _relative(url: str) -> bool:
-    """A path on the same site: no scheme (``javascript:``, ``data:``, ...) and no other host (``//host``)."""
-    return ":" not in url.split("/", 1)[0] and not url.startswith(("//", "\\"))
+# The only URLs a student's content keeps, matched on the attribute's text as written (bleach leaves character
+# references in it, and the browser decodes them after): an image inline, as nbconvert writes a PNG, JPEG or GIF
+# attachment, and a link to a place on the page itself (a heading's anchor). Any other URL, relative or absolute,
+# is a request the reader's browser makes with the reader's cookies: ``<img src="/formgrader/...">`` in a written
+# answer was a GET to the instructor's own server, sent by the instructor's browser as the instructor.
+INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/]*={0,2}")
+ON_THE_PAGE = re.compile(r"#[^\s\x00-\x1f\x7f]*")
+NOT_SHOWN = "#attachment-not-shown"  # what _attachments makes of an attachment it leaves out (noted already)
+SHOWN_URL = 120  # characters of a refused link's URL that its note shows
+
+
+class PageUrls(Filter):
+    """Each ``<img>`` whose ``src`` is not ``INLINE_IMAGE`` replaced by a note saying an image was removed, and
+    each link whose ``href`` is not ``ON_THE_PAGE`` left as its text (no ``href``) with a note naming the URL.
+    Runs after bleach's sanitiser: the only URL attributes left are an ``<a>``'s ``href`` and an ``<img>``'s
+    ``src``; the notes speak the language posref speaks (the page's, ``CleanMarkdownExporter``)."""
+
+    def __iter__(self):
+        refused_link = None
+        for token in super().__iter__():
+            name, attributes = token.get("name"), token.get("data")
+            if name == "img" and token["type"] in ("StartTag", "EmptyTag"):
+                src = attributes.get((None, "src"), "")
+                if INLINE_IMAGE.fullmatch(src):
+                    yield token
+                elif src != NOT_SHOWN:
+                    yield from _note(
+                        _("(an image removed: a page shows only images pasted into the notebook)")
+                    )
+            elif name == "a" and token["type"] == "StartTag":
+                href = attributes.pop((None, "href"), None)
+                if href is not None and ON_THE_PAGE.fullmatch(href):
+                    attributes[(None, "href")] = href
+                elif href is not None:
+                    refused_link = href if len(href) <= SHOWN_URL else href[:SHOWN_URL] + "…"
+                yield token
+            elif name == "a" and token["type"] == "EndTag" and refused_link is not None:
+                yield token
+                yield from _note(_("(link removed: {url})").format(url=refused_link))
+                refused_link = None
+            else:
+                yield token
+
+
+def _note(text: str) -> list[dict]:
+    """The tokens of ``text`` in ``<em>``, a space before it."""
+    return [
+        {"type": "Characters", "data": " "},
+        {"type": "StartTag", "name": "em", "namespace": None, "data": {}},
+        {"type": "Characters", "data": text},
+        {"type": "EndTag", "name": "em", "namespace": None},
+    ]
 
 
 def clean_rendered_html(html: str) -> str:
     """``html`` (markdown rendered by nbconvert) with only the tags and attributes of ``RENDERED_TAGS`` and
-    ``_safe_attribute``; everything else escaped (a ``<script>`` shows as text, it never runs)."""
-    # data: is a protocol bleach itself refuses: allowed here where _safe_attribute allows it (an image's src)
-    return bleach.clean(
-        html,
+    ``_safe_attribute``, and only the URLs ``PageUrls`` keeps; everything else escaped (a ``<script>`` shows as
+    text, it never runs)."""
+    # data: is a protocol bleach itself refuses: allowed here for PageUrls to judge (an image's src)
+    return bleach.Cleaner(
         tags=RENDERED_TAGS,
         attributes=_safe_attribute,
         protocols={"http", "https", "mailto", "data"},
         strip_comments=True,
-    )
+        filters=[PageUrls],
+    ).clean(html)
 
 
 class CleanMarkdownExporter(HTMLExporter):
@@ -97,7 +150,17 @@ class CleanMarkdownExporter(HTMLExporter):
 
     @jinja2.pass_context
     def markdown2html(self, context, source):
-        return clean_rendered_html(super().markdown2html(context, source))
+        with _speaking_the_page(context.get("resources")):
+            return clean_rendered_html(super().markdown2html(context, source))
+
+
+def _speaking_the_page(resources) -> contextlib.AbstractContextManager:
+    """posref speaking the page's language (``resources["page"]["lang"]``, which ``EditionOfThePage`` sets for a
+    student's feedback page: the notes on what was left out are the student's to read), else the language it
+    speaks already (the formgrader's view, the instructor's)."""
+    page = resources.get("page") if isinstance(resources, dict) else None
+    lang = page.get("lang") if isinstance(page, dict) else None
+    return i18n.speaking(lang) if lang in i18n.LANGUAGES else contextlib.nullcontext()
 
 
 def _nbgrader_metadata(meta) -> dict | None:
@@ -205,6 +268,10 @@ class StudentCellsSanitized(SanitizeHTML):
     sanitized_output_types = Set(
         {"text/html", "text/markdown"}, config=True, help="Output mimetypes bleached"
     )
+
+    def preprocess(self, nb, resources):
+        with _speaking_the_page(resources):
+            return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         meta = _nbgrader_metadata(cell.get("metadata", {}).get("nbgrader"))
