@@ -12,7 +12,7 @@ The package shows its three concerns in its folders, over a shared vocabulary at
   message, ``watch`` sees what runs, in every thread the answer starts, knowing posref's code by what it computes).
   Every other part of grading builds on these.
 - ``checks/``: the correctness checkers of each notebook (``order`` 01, ``absolute`` 02, ``relative`` 03, ``rope`` and
-  ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` and ``ntk_form`` 07).
+  ``derivation`` 04, ``rope_analysis`` 05, ``lab`` 06/08, ``scaling`` 07).
 - ``speed/``: the speed machinery (``check.SpeedCheck``, ``timing``, ``links``, ``budgets``, ``calibration``) and
   every speed check, declared one way (a ``SpeedCheck``) in a module named after its notebook's checkers.
 - ``child/``: the score of record's child process (``remote``, ``plain_data``, ``forkserver``, ``processes``,
@@ -41,7 +41,6 @@ from posref.grading.checks.lab import (
     check_per_position_loss,
     check_rope_handler,
 )
-from posref.grading.checks.ntk_form import check_ntk_pair_factor
 from posref.grading.checks.order import check_attention, check_equivariance_error
 from posref.grading.checks.relative import (
     check_alibi_bias,
@@ -101,7 +100,6 @@ __all__ = [
     "check_nope_handler",
     "check_p_rope",
     "check_pair_norms",
-    "check_ntk_pair_factor",
     "check_per_position_loss",
     "check_per_position_loss_speed",
     "check_rope_cos_sin",

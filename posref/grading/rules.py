@@ -128,7 +128,6 @@ RULES: dict[str, Rule] = {
     "check_frequencies": Rule(_FREQUENCIES),
     "check_rope_frequencies_linear": Rule(_FREQUENCIES),
     "check_rope_frequencies_ntk": Rule(_FREQUENCIES),
-    "check_ntk_pair_factor": Rule(_FREQUENCIES),
     "check_rope_frequencies_ntk_by_parts": Rule(_FREQUENCIES),
     "check_longrope_mutation": Rule(("mutate_factors", "project_factors", "longrope_search")),
     "check_rope_frequencies_yarn": Rule(_FREQUENCIES),

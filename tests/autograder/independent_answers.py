@@ -139,12 +139,6 @@ def p_rope_threshold(inv_freq, p):
     return inv_freq * mask
 
 
-def ntk_pair_factor_loop(head_dim, factor):
-    """07: the factor of pair i, s ** (-2i / (D - 2)), one pair at a time."""
-    return torch.tensor([factor ** (-(2.0 * i) / (head_dim - 2)) for i in range(head_dim // 2)],
-                        dtype=torch.float64)  # fmt: skip
-
-
 def ntk_by_parts_loop(head_dim, base, params, seq_len=None):
     """07: NTK-by-parts as the YaRN paper states it, by wavelength: a pair whose wavelength fits the original length
     often (above beta_fast turns) kept, one that does not complete beta_slow turns interpolated, a ramp between."""

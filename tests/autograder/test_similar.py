@@ -66,7 +66,6 @@ INDEPENDENT = {
         ia.pair_norms_halves,
     ],
     "p_rope": [ia.p_rope_threshold],
-    "ntk_pair_factor": [ia.ntk_pair_factor_loop],
     "ntk_by_parts_frequencies": [ia.ntk_by_parts_loop],
     "rope_handler": [RoPEHandlerComplex],
     "alibi_handler": [ia.ALiBiWithOwnSlopes],
@@ -78,7 +77,6 @@ CHECKED = [
     (grading.check_score_by_distance, ia.score_by_distance_rotated),
     *((grading.check_pair_norms, fn) for fn in INDEPENDENT["pair_norms"]),
     (grading.check_p_rope, ia.p_rope_threshold),
-    (grading.check_ntk_pair_factor, ia.ntk_pair_factor_loop),
     (grading.check_rope_frequencies_ntk_by_parts, ia.ntk_by_parts_loop),
     (check_alibi_handler, lab.alibi_attention(ia.ALiBiWithOwnSlopes)),
 ]

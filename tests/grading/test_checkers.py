@@ -391,8 +391,8 @@ def test_frequency_checkers_pass_independent_implementations(rope_type, fn):
 
 
 def _given_in_07() -> dict:
-    """Notebook 07's given rules (Llama 3, Dynamic NTK: code the student reads and runs, not graded), defined as
-    the solution runs them, over the model answers of Exercises 1 and 2 they build on."""
+    """Notebook 07's given code (NTK-aware's per-pair form, Llama 3, Dynamic NTK: code the student reads and runs,
+    not graded), defined as the solution runs it, over the model answers of Exercises 1 and 2 it builds on."""
     import nbformat
 
     from autograder.course import REPO
@@ -401,9 +401,36 @@ def _given_in_07() -> dict:
         c.get("id"): c.source for c in nbformat.read(REPO / "solutions/07_scaling/07_scaling.ipynb", 4).cells
     }
     namespace = {"math": math, "torch": torch}
-    for cell in ("cell-03", "cell-06", "cell-12", "dynamic-ntk-given"):
+    for cell in ("cell-03", "cell-06", "ntk-pair-factor-given", "cell-12", "dynamic-ntk-given"):
         exec(cells[cell], namespace)
     return namespace
+
+
+def test_07s_given_ntk_pair_factor_is_ntk_aware_through_the_base():
+    """Slides 50-51's per-pair multipliers s**(-2i/(D-2)) against the ratio of two frequency tables written from the
+    base (bloc97's b' = b s**(D/(D-2)), posref.scaling.ntk_base): the endpoints the notebook prints, pair 0 kept and
+    the slowest pair divided by exactly s, checked on their own. Against transformers too, where it is installed: its
+    Dynamic NTK at seq_len = s L with factor 1 is static NTK-aware with factor s."""
+    given = _given_in_07()["ntk_pair_factor"]
+    for head_dim, factor in ((16, 4.0), (128, 8.0), (4, 3.0), (64, 2.5)):
+        ours = given(head_dim, factor)
+        assert ours.shape == (head_dim // 2,) and ours.dtype == torch.float64
+        for base in (50.0, 500000.0):
+            i = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+            via_base = posref.scaling.ntk_base(base, factor, head_dim) ** -i / base**-i
+            torch.testing.assert_close(ours, via_base, rtol=1e-12, atol=0)
+        assert ours[0] == 1.0 and math.isclose(ours[-1].item(), 1 / factor, rel_tol=1e-12)
+    hf_reference = pytest.importorskip("hf_reference")
+    for head_dim, base, factor, original in ((16, 50.0, 4.0, 64), (128, 1e4, 8.0, 4096)):
+        config = hf_reference.hf_config(
+            head_dim,
+            base=base,
+            scaling={"rope_type": "dynamic", "factor": 1.0},
+            max_position_embeddings=original,
+        )
+        theirs = hf_reference.hf_init(config, seq_len=int(factor * original))[0].double()
+        plain = base ** -(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        torch.testing.assert_close(given(head_dim, factor), theirs / plain, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("bands", [(1.0, 4.0), (1.0, 2.0), (2.0, 8.0)])

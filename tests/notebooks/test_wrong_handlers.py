@@ -194,7 +194,6 @@ TESTS = {
         "test_linear_frequencies",
         "test_ntk_by_parts_frequencies",
         "test_ntk_frequencies",
-        "test_ntk_pair_factor",
         "test_yarn_frequencies",
     },
     "07b_longrope": {"test_longrope_mutation"},
