@@ -12,42 +12,38 @@ counted from it after (``grading/penalty.py``).
 
 from __future__ import annotations
 
-import fcntl
-import json
 import math
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+from autograder.intake.versioned import VersionedFile, locked
 
 FILE = "extensions.json"
 VERSION = 1
 MAX_HOURS = 24 * 366  # an extension of more than a year is a typing mistake
 
 
+def _granted(students: object) -> bool:
+    """An assignment's entry: student -> hours (0 to ``MAX_HOURS``) and when they were granted."""
+    return isinstance(students, dict) and all(
+        isinstance(e, dict) and _hours_problem(e.get("hours")) is None and isinstance(e.get("granted"), str)
+        for e in students.values()
+    )
+
+
+EXTENSIONS = VersionedFile(
+    what="the course's extensions",
+    field="extensions",
+    version=VERSION,
+    entry_ok=_granted,
+    expected=f"per assignment and student, hours (0-{MAX_HOURS}) and granted",
+    remedy="fix it, or remove it and grant them again",
+)
+
+
 def read(course: Path) -> dict[str, dict[str, dict]]:
     """assignment -> student -> {hours, granted}; ValueError, saying what is wrong, for a file that is not one."""
-    path = course / FILE
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        extensions = data["extensions"]
-        if data.get("version") != VERSION or not isinstance(extensions, dict) or not all(
-            isinstance(students, dict) and all(
-                isinstance(e, dict) and _hours_problem(e.get("hours")) is None and isinstance(e.get("granted"), str)
-                for e in students.values()
-            )
-            for students in extensions.values()
-        ):  # fmt: skip
-            raise ValueError(
-                f"expected version {VERSION} and, per assignment and student, hours (0-{MAX_HOURS}) and granted"
-            )
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(
-            f"the course's extensions, {path}, cannot be read ({type(err).__name__}: {err}): fix it, or remove it "
-            "and grant them again"
-        ) from None
-    return extensions
+    return EXTENSIONS.read(course / FILE)
 
 
 def _hours_problem(hours: object) -> str | None:
@@ -76,10 +72,8 @@ def grant(course: Path, assignment: str, student: str, hours: float) -> None:
     problem = _hours_problem(hours)
     if problem is not None:
         raise ValueError(problem)
-    course.mkdir(parents=True, exist_ok=True)
     path = course / FILE
-    with open(course / f".{FILE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(path):
         extensions = read(course)
         students = extensions.setdefault(assignment, {})
         if hours:
@@ -87,7 +81,4 @@ def grant(course: Path, assignment: str, student: str, hours: float) -> None:
             students[student] = {"hours": float(hours), "granted": granted}
         else:
             students.pop(student, None)
-        extensions = {a: s for a, s in extensions.items() if s}
-        new = path.with_name(f".{FILE}.new")
-        new.write_text(json.dumps({"version": VERSION, "extensions": extensions}, indent=1), encoding="utf-8")
-        os.replace(new, path)
+        EXTENSIONS.write(path, {a: s for a, s in extensions.items() if s})

@@ -14,12 +14,11 @@ entry; an earlier submission the refused one was meant to replace stays in ``sub
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from autograder.intake.versioned import VersionedFile, locked
 
 FOLDER = "refusals"
 VERSION = 1
@@ -44,32 +43,29 @@ def _path(course: Path, assignment: str) -> Path:
     return course / FOLDER / f"{assignment}.json"
 
 
+FIELDS = {
+    "student": (str, type(None)),
+    "site_user": (str, type(None)),
+    "name": str,
+    "reason": str,
+    "when": str,
+}
+REFUSALS = VersionedFile(
+    what="the course's record of refused imports",
+    field="refused",
+    version=VERSION,
+    entry_ok=lambda entry: (
+        isinstance(entry, dict) and all(isinstance(entry.get(f), t) for f, t in FIELDS.items())
+    ),
+    expected=f"entries of {', '.join(FIELDS)}",
+    remedy="fix it, or remove it and import again",
+)
+
+
 def read(course: Path, assignment: str) -> dict[str, dict]:
     """The assignment's refusals (key -> student, site_user, name, reason, when); ValueError, saying what is wrong,
     for a file that is not one."""
-    path = _path(course, assignment)
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        refused = data["refused"]
-        fields = {"student": (str, type(None)), "site_user": (str, type(None)), "name": str, "reason": str,
-                  "when": str}  # fmt: skip
-        if (
-            data.get("version") != VERSION
-            or not isinstance(refused, dict)
-            or not all(
-                isinstance(entry, dict) and all(isinstance(entry.get(f), t) for f, t in fields.items())
-                for entry in refused.values()
-            )
-        ):
-            raise ValueError(f"expected version {VERSION} and entries of {', '.join(fields)}")
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(
-            f"the course's record of refused imports, {path}, cannot be read ({type(err).__name__}: {err}): fix "
-            "it, or remove it and import again"
-        ) from None
-    return refused
+    return REFUSALS.read(_path(course, assignment))
 
 
 def update(
@@ -81,16 +77,9 @@ def update(
     path = _path(course, assignment)
     if not refused and not path.exists():  # nothing refused, now or before: no file to keep
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{assignment}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(path):
         entries = read(course, assignment)
         taken = {key for pair in imported for key in pair if key is not None}
         entries = {k: e for k, e in entries.items() if not taken & {k, e["student"], e["site_user"]}}
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        entries |= {r.key: {**asdict(r), "when": when} for r in refused}
-        new = path.with_name(f".{path.name}.new")
-        new.write_text(
-            json.dumps({"version": VERSION, "refused": entries}, indent=1, ensure_ascii=False), "utf-8"
-        )
-        os.replace(new, path)
+        REFUSALS.write(path, entries | {r.key: {**asdict(r), "when": when} for r in refused})

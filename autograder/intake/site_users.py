@@ -21,14 +21,13 @@ lock on the record while it runs, so two imports at once cannot lose each other'
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from autograder.intake.versioned import VersionedFile, locked
 
 FILE = "site_users.json"
 VERSION = 1
@@ -83,54 +82,35 @@ class SiteUsers:
         self.added.append(user_key)
 
 
-def _read(path: Path) -> dict[str, dict]:
-    """The record's users; ValueError, saying what is wrong, for a file that is not one."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        users = data["users"]
-        fields = ("student", "name", "assignment", "since")
-        if (
-            data.get("version") != VERSION
-            or not isinstance(users, dict)
-            or not all(
-                isinstance(k, str) and isinstance(v, dict) and all(isinstance(v.get(f), str) for f in fields)
-                for k, v in users.items()
-            )
-        ):
-            raise ValueError(f"expected version {VERSION} and users of {', '.join(fields)} (strings)")
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(
-            f"the course's record of site users, {path}, cannot be read ({type(err).__name__}: {err}): fix it "
-            "or restore it from a backup"
-        ) from None
-    return users
+FIELDS = ("student", "name", "assignment", "since")
+SITE_USERS = VersionedFile(
+    what="the course's record of site users",
+    field="users",
+    version=VERSION,
+    entry_ok=lambda entry: isinstance(entry, dict) and all(isinstance(entry.get(f), str) for f in FIELDS),
+    expected=f"users of {', '.join(FIELDS)} (strings)",
+    remedy="fix it or restore it from a backup",
+)
 
 
 def recorded(course: Path) -> SiteUsers:
     """The course's record as it is now, read without the lock (``export`` reads it; only ``import`` writes it);
     ValueError, saying what is wrong, for a file that is not one."""
-    return SiteUsers(course / FILE, _read(course / FILE))
+    return SiteUsers(course / FILE, SITE_USERS.read(course / FILE))
 
 
 @contextmanager
 def held(course: Path) -> Iterator[SiteUsers]:
     """The course's record, locked against another import for as long as it is held, and written back (whole,
     then renamed over the old one) with the users added meanwhile."""
-    course.mkdir(parents=True, exist_ok=True)
     path = course / FILE
-    with open(course / f".{FILE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(path):
         try:
-            record = SiteUsers(path, _read(path))
+            record = SiteUsers(path, SITE_USERS.read(path))
         except ValueError as err:
             raise SystemExit(f"{err}; nothing was imported") from None
         try:
             yield record
         finally:  # the users imported before anything stopped the import are in the course: recorded too
             if record.added:
-                new = path.with_name(f".{FILE}.new")
-                text = json.dumps({"version": VERSION, "users": record.users}, indent=1, ensure_ascii=False)
-                new.write_text(text, encoding="utf-8")
-                os.replace(new, path)
+                SITE_USERS.write(path, record.users)
