@@ -21,14 +21,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.course import REPO
+from autograder.sandbox.sandbox import TRUSTED
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach a scheduler
 
 
 @contextmanager
-def dask_client(scheduler: str | None, workers: int):
+def dask_client(scheduler: str | None, workers: int, *, trusted: bool = False):
     """A ``distributed.Client`` on the scheduler at ``scheduler``, or on a local cluster of ``workers`` worker
-    processes started for the block and stopped after it.
+    processes started for the block and stopped after it; ``trusted``: the local workers grade a class whose code
+    is trusted (``sandbox.TRUSTED`` set in their environment alone; a remote scheduler's workers have their own).
 
     The local cluster is this user's alone, though 127.0.0.1 is every user's of the machine: its connections are
     TLS with a key and certificate made for the run, in memory (``security=True``), which the scheduler and workers
@@ -55,6 +57,7 @@ def dask_client(scheduler: str | None, workers: int):
             LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
                 dashboard_address=None, silence_logs=logging.ERROR, security=True,
+                env={TRUSTED: "1"} if trusted else {},
             ) as cluster,
             Client(cluster) as client,
         ):  # fmt: skip

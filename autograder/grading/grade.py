@@ -46,7 +46,7 @@ from autograder.grading.gradebook import PendingScores
 from autograder.grading.worker import score_student
 from autograder.intake import late
 from autograder.intake.submission import Refused, Submission
-from autograder.sandbox.sandbox import TRUSTED, Sandbox
+from autograder.sandbox.sandbox import Sandbox
 from posref.grading.child.plain_data import student_text
 
 NO_WORKERS_WAIT = 120.0  # seconds a run with students left waits for a worker before it stops
@@ -292,15 +292,14 @@ def autograde(
 ) -> list[dict]:
     """Grade every submitted student of ``assignment`` whose record is not up to date (all of them with
     ``regrade``; exactly ``students`` when given) on a local cluster of ``workers`` processes or on the Dask
-    scheduler at ``scheduler``. ``trusted``: the class's code is trusted, graded even without the sandbox
-    (``sandbox.TRUSTED``, which the local workers inherit; a remote scheduler's workers need it set there).
-    Returns the records written, sorted by student."""
+    scheduler at ``scheduler``. ``trusted``: the class's code is trusted, graded even without the sandbox, by
+    this call's local workers (``sandbox.TRUSTED`` in their environment, never in this process's: a later call
+    is trusted only if it says so too); a remote scheduler's workers need it set there. Returns the records
+    written, sorted by student."""
     from tqdm import tqdm
 
-    if trusted:
-        os.environ[TRUSTED] = "1"
     if scheduler is None:  # this machine's workers: say now, once, if none of them may run student code
-        refusal = Sandbox().refusal
+        refusal = Sandbox(trusted=trusted or None).refusal
         if refusal is not None:
             raise SystemExit(f"autograde {assignment}: {refusal}")
     require_released(assignment)
@@ -343,7 +342,7 @@ def autograde(
     if not todo:
         return sorted(results, key=lambda r: r["student"])
     where = f"the Dask scheduler at {scheduler}" if scheduler else "the local Dask cluster"
-    with _quiet_reconnects(), dask_client(scheduler, min(workers, len(todo))) as client:
+    with _quiet_reconnects(), dask_client(scheduler, min(workers, len(todo)), trusted=trusted) as client:
         futures = {}
         for submission in todo:
             # one task per student: the same student is never graded by two workers at once

@@ -224,3 +224,30 @@ def test_a_run_reads_each_submission_once(tmp_path, monkeypatch, empty_gradebook
     sent = json.loads(result["notebooks"][0]["reason"])
     assert sent == {p.name: p.read_text() for p in folder.iterdir()}
     assert result["submission"] == fingerprint(folder) and result["submitted"] == "2026-10-06T00:00:00+00:00"
+
+
+def test_a_trusted_call_trusts_its_own_workers_only_and_the_next_call_is_not_trusted(
+    tmp_path, monkeypatch, empty_gradebook, threads_cluster
+):
+    """autograde(trusted=True) set POSREF_TRUSTED_CLASS in the instructor's process for good: every later grading
+    in it (a worker in this process, the next local cluster's workers) skipped the sandbox's refusal. Now a
+    call's trust reaches its own local workers' environment alone."""
+    from autograder.sandbox.sandbox import TRUSTED, trusted_class
+
+    _course(tmp_path, monkeypatch, empty_gradebook)
+    monkeypatch.delenv(TRUSTED, raising=False)
+
+    def stand_in(*args):  # the worker's task (pickled: it says what it saw in its error)
+        raise RuntimeError(f"trusted: {trusted_class()}")
+
+    monkeypatch.setattr(grade, "score_student", stand_in)
+    (result,) = grade.autograde("02_absolute", scheduler=threads_cluster, trusted=True)
+    assert result["error"] == "RuntimeError('trusted: False')" and TRUSTED not in os.environ
+    (result,) = grade.autograde("02_absolute", scheduler=threads_cluster, regrade=True)
+    assert result["error"] == "RuntimeError('trusted: False')"
+    from autograder.grading.cluster import dask_client
+
+    for trusted in (True, False):
+        with dask_client(None, 1, trusted=trusted) as client:
+            assert list(client.run(trusted_class).values()) == [trusted]
+    assert TRUSTED not in os.environ

@@ -302,6 +302,24 @@ def test_without_bubblewrap_a_trusted_class_is_graded_and_its_records_say_so(
         assert classmate.read_text() == "bob's work"
 
 
+def test_a_trusted_call_that_stops_leaves_the_next_untrusted_one_refused(tmp_path, monkeypatch, classmate):
+    """autograde(trusted=True) set POSREF_TRUSTED_CLASS in the instructor's process for good: after it stopped (here:
+    the assignment is not released), the next call, not trusted, ran the class without the sandbox."""
+    from autograder.grading.grade import autograde
+
+    _no_bubblewrap(tmp_path, monkeypatch, "not installed")
+    monkeypatch.delenv("POSREF_TRUSTED_CLASS", raising=False)
+    monkeypatch.setenv("POSREF_COURSE_DIR", str(tmp_path / "course"))
+    with pytest.raises(SystemExit) as trusted:
+        autograde("01_order", trusted=True)
+    assert "sandbox" not in str(trusted.value)  # trusted: past the sandbox's refusal, stopped by the course
+    assert "POSREF_TRUSTED_CLASS" not in os.environ
+    with pytest.raises(
+        SystemExit, match="^autograde 01_order: nothing was run: the grading sandbox cannot start"
+    ):
+        autograde("01_order")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: an ordinary user's children run as that user")
 def test_a_trusted_classs_reference_child_runs_as_its_own_uid_too(tmp_path, monkeypatch):
     """Sandbox(trusted=True) without bubblewrap, where the unprivileged uid can run Python: its students' children
