@@ -17,7 +17,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from posref.grading.frames import students
+from posref.grading.frames import shown, students
 from posref.i18n import _, msgid
 
 # every kind of failure, and what it means
@@ -91,7 +91,8 @@ class CheckFailed(AssertionError):
     ``cause`` says it for counting (``Cause``; ``unknown`` where the raiser said none).
 
     In a notebook, IPython shows it through ``_render_traceback_``: the message first, then only the student's
-    own frames (the test cell's call, and where the student's function raised), none of posref's.
+    own frames (the test cell's call, and where the student's function raised), none of posref's, each said in the
+    student's language (``frames.shown``).
     """
 
     def __init__(self, *args: object, cause: Cause | None = None) -> None:
@@ -107,7 +108,7 @@ class CheckFailed(AssertionError):
         lines = [f"{type(self).__name__}: {self}"]
         if frames:
             lines += ["", _("Your code, where it was called (posref's own frames left out):")]
-            lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
+            lines += shown(frames)
         return lines
 
 

@@ -59,6 +59,7 @@ logging.getLogger("matplotlib").addHandler(Logged(logging.WARNING))
 CAPTURE = f"exec({_SEEN!r}, {{'__name__': 'matplotlib.posref_seen'}})"
 
 GLYPH = re.compile(r"missing from font|does not have a glyph", re.IGNORECASE)  # matplotlib's warnings of one
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # a traceback's colours
 _MARKUP = re.compile(r"<(style|script)\b.*?</\1>|<[^>]*>", re.DOTALL | re.IGNORECASE)
 
 
@@ -106,7 +107,7 @@ def _lines(output) -> tuple[str, str]:
     if output.output_type == "stream":
         return "output", output.text
     if output.output_type == "error":
-        return "error", f"{output.ename}: {output.evalue}"
+        return "error", _error_text(output)
     data = output.get("data", {})
     if "text/html" in data:
         return "output", _MARKUP.sub(" ", data["text/html"])
@@ -114,6 +115,19 @@ def _lines(output) -> tuple[str, str]:
         if kind in data and not any(k.startswith("image/") for k in data):
             return "output", data[kind]
     return "output", ""
+
+
+def _error_text(output) -> str:
+    """What a student reads of an error. posref's failure (``CheckFailed._render_traceback_``: its message, a blank
+    line, then a header and the student's frames) is read whole but for each frame's code and Python's marks under
+    it (the lines indented four spaces after the blank line): each frame's place is read. Any other error shows
+    IPython's traceback, whose frames' headers are IPython's: its message is read (``ename: evalue``)."""
+    shown = [_ANSI.sub("", line) for line in output.get("traceback", [])]
+    if not shown or not shown[0].startswith(f"{output.ename}: ") or "" not in shown:
+        return f"{output.ename}: {output.evalue}"
+    blank = shown.index("")
+    frames = [line for line in "\n".join(shown[blank + 1 :]).splitlines() if not line.startswith("    ")]
+    return "\n".join([*shown[:blank], *frames])
 
 
 def student_run(nb, name: str, workdir: Path, env: dict[str, str], *, timeout: int = 600):
@@ -168,8 +182,9 @@ def kept_words(edition: str, glossary: Path = GLOSSARY) -> set[str]:
 def english_words(line: str, kept: set[str]) -> list[str]:
     """The words of ``line`` (two letters or more) that are English a translation should have replaced. Not
     counted: formulas (``$...$``), citations (``Barbero et al. 2024``, ``arXiv 2410.06205``); code: a token with ``_``, ``.``, ``/`` or a digit, one followed by ``(``, ``[``,
-    ``=`` or ``^`` or following ``=``, a quoted token; names and acronyms with a capital inside (``RoPE``,
-    ``NoPEHandler``); and the words ``kept`` (a hyphenated word counts when each of its parts does)."""
+    ``=`` or ``^`` or following ``=``, a quoted token, a Python name in ``<...>`` (``<module>``); names and
+    acronyms with a capital inside (``RoPE``, ``NoPEHandler``); and the words ``kept`` (a hyphenated word counts
+    when each of its parts does)."""
     text = _CITATION.sub(" ", _FORMULA.sub(" ", line))
     found = []
     for m in _TOKEN.finditer(text):
@@ -179,12 +194,14 @@ def english_words(line: str, kept: set[str]) -> list[str]:
         after = text[m.end() :].lstrip()[:1]
         before = text[: m.start()].rstrip()[-1:]
         quoted = m.start() > 0 and text[m.start() - 1] in _QUOTES and text[m.end() : m.end() + 1] in _QUOTES
+        python_name = text[m.start() - 1 : m.start()] + text[m.end() : m.end() + 1] == "<>"  # <module>
         if (
             _CODE.search(token.strip("'"))
             or _INNER_CAPITAL.search(token)
             or after in ("(", "[", "=", "^")
             or before == "="
             or quoted
+            or python_name
             or token in kept
         ):
             continue

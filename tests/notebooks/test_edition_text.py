@@ -4,8 +4,9 @@ a box for a missing glyph.
 Each Chinese edition's notebooks run once, at fast settings, in one unit per edition (``student_text.student_run``:
 the solution, with each exercise's released stub and its checks run before its answer, so the first failure a
 student meets is read too). What is read: every output line (printed text, displayed values, the message of every
-error), every text of every figure (titles, axes, ticks, legends, table cells) and every warning. The kernels get no
-``POSREF_LANG``: each notebook says which edition it is (its first cell), and posref speaks that language.
+error and, of posref's failures, where each of the student's frames is: ``student_text._error_text``), every text
+of every figure (titles, axes, ticks, legends, table cells) and every warning. The kernels get no ``POSREF_LANG``:
+each notebook says which edition it is (its first cell), and posref speaks that language.
 
 No line may hold an English word (``student_text.english_words``: code, formulas and the words the glossary keeps
 in English are not words) unless ``ALLOWED`` says why it stays English. No missing-glyph warning may be drawn, no

@@ -71,6 +71,11 @@ def test_a_student_error_inside_their_function_shows_their_line(tmp_path):
     text = "\n".join(lines)
     assert ename == "CheckFailed" and lines[0].startswith("CheckFailed: attention fails on case 1"), lines[:3]
     assert "scores = q @ k  # wrong: k not transposed" in text and "report.py" not in text, text
+    # each frame placed in words, as the message places the line (tests/grading/test_frames.py: each edition's)
+    call = next(i for i, line in enumerate(check.splitlines(), 1) if "check_attention(attention)" in line)
+    assert "  line 2 of your cell, in attention" in text, text
+    assert f"  line {call} of your cell, in <module>" in text, text
+    assert 'File "' not in text and str(tmp_path) not in text, text
 
 
 def test_a_cell_after_an_unfinished_exercise_says_finish_it_first(tmp_path):
