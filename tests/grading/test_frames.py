@@ -1,6 +1,6 @@
 """Where a student's code raised, as a failed check shows it (``CheckFailed._render_traceback_``, ``frames.shown``):
 in the edition's words from posref's catalog, never Python's English ``File "...", line 3, in attention`` nor a path
-of the machine (issue 38.11).
+of the machine (issue 38.11); and the tolerance formula of a values failure in the edition's words.
 
 The student's code is compiled as cells are: a notebook's (an ``ipykernel_`` file, "your cell") and the score of
 record child's (``<cell N>``, its source in ``linecache``), so each frame's line of code is shown too.
@@ -15,9 +15,11 @@ from pathlib import Path
 
 import polib
 import pytest
+import torch
 
 from posref import grading, i18n
 from posref.grading import CheckFailed
+from posref.grading.difference import default_tolerance, difference
 
 # a student's attention, which raises on its line 3 (a softmax over a dimension the scores do not have)
 ANSWER = textwrap.dedent(
@@ -133,3 +135,49 @@ def test_a_frame_twice_in_a_row_is_shown_twice(tmp_path, monkeypatch):
     lines = _rendered(failed, "en")
     assert lines.count("  line 3 of cell 3, in attention") == 2  # depth 0 and 1
     assert not any("times in a row" in line for line in lines)
+
+
+# the tolerance of a values failure, |got - expected| <= atol + rtol * |expected|, in each edition's words: "got" and
+# "expected" are words a student reads, not symbols; a Chinese edition says them as the glossary says "got" for what
+# a function returned (實際/实际) and as its messages say "expected" (預期/预期), the words of the lines below the
+# formula; the English edition's are its own "expected ..." and "got ..." lines
+FORMULA = {
+    "en": "|got - expected| <= {atol} + {rtol} * |expected|",
+    "zh-TW": "|實際值 - 預期值| <= {atol} + {rtol} * |預期值|",
+    "zh-CN": "|实际值 - 预期值| <= {atol} + {rtol} * |预期值|",
+}
+
+
+@pytest.mark.parametrize("language", i18n.LANGUAGES[1:])
+def test_every_message_with_the_tolerance_says_it_in_the_editions_words(language):
+    po = polib.pofile(str(i18n.catalog_path(language)))
+    with_it = [e for e in po if FORMULA["en"] in e.msgid]
+    assert len(with_it) >= 3  # the values failure, the dtype's precision, a lower dtype's rounding
+    for e in with_it:
+        words = re.sub(r"\{[^{}]*\}", " ", e.msgstr)  # a {field} is not a word the student reads
+        assert FORMULA[language] in e.msgstr and not re.search(r"\b(got|expected)\b", words), e.msgstr
+
+
+# a values failure, the same computed in float16 (its values on float16's grid: "did a step run in float16?"),
+# and float16 values returned for float32 (they agree to float16's precision): each says the tolerance
+THIRDS = torch.arange(1, 7, dtype=torch.float32) / 3
+TOLERANCES = {
+    "values": (THIRDS, THIRDS + torch.tensor([0, 0, 0.5, 0, 0, 0]), {}, 1),
+    "rounding": (THIRDS, THIRDS.half().float(), {}, 2),
+    "precision": (THIRDS, THIRDS.half(), {"match_dtype": False}, 1),
+}
+
+
+@pytest.mark.parametrize("failure", TOLERANCES)
+@pytest.mark.parametrize("language", i18n.LANGUAGES)
+def test_a_failure_writes_its_tolerance_in_the_editions_words(language, failure):
+    expected, got, options, times = TOLERANCES[failure]
+    with i18n.speaking(language):
+        message = difference(expected, got, **options)
+    assert message is not None
+    # the formula with its numbers filled in: float32's tolerance, and float16's for its rounding
+    filled = [FORMULA[language].format(atol=f"{a:.6g}", rtol=f"{r:.6g}")
+              for a, r in (default_tolerance(torch.float32), default_tolerance(torch.float16))]  # fmt: skip
+    assert sum(message.count(f) for f in filled) == times, message
+    if language != "en":
+        assert not re.search(r"\b(got|expected)\b", message), message
