@@ -18,11 +18,12 @@ and ``text/markdown`` outputs with bleach) made to what the course's pages need:
   ``for``, a ``form``, an ``aria-*`` reference or a ``data-*`` attribute (``_safe_attribute``, for rendered markdown and
   HTML outputs alike): the formgrader's script binds each grade's controls by id and class, and a written answer's
   ``<span id="q_keys_only">`` once took the next answer's score input;
-* the only URLs kept are an image inline (``INLINE_IMAGE``: a PNG, JPEG or GIF as nbconvert writes an attachment) and a
-  link to a place on the page (``ON_THE_PAGE``); every other one, relative or absolute, in any attribute, is dropped
-  and noted where it was (``PageUrls``): the instructor's browser sent ``<img src="/formgrader/...">`` or
-  ``src="../../hub/..."`` in a written answer to the instructor's own server, with the instructor's cookies. The
-  notes, like the attachments', speak the page's language (a student's feedback page: their edition's);
+* the only URLs kept are an image inline (``INLINE_IMAGE``: a PNG, JPEG or GIF as nbconvert writes an attachment), a
+  link to a place on the page (``ON_THE_PAGE``) and a link to a named web host (``ON_THE_WEB``); every other one,
+  relative or absolute, in any attribute, is dropped and noted where it was (``PageUrls``): the instructor's browser
+  sent ``<img src="/formgrader/...">`` or ``src="../../hub/..."`` in a written answer to the instructor's own
+  server, with the instructor's cookies. The notes, like the attachments', speak the page's language (a student's
+  feedback page: their edition's);
 * markdown cells are left as written: ``CleanMarkdownExporter`` (the feedback pages, the formgrader's view)
   cleans them once rendered to HTML (``clean_rendered_html``). Markdown may build links and images that a pass
   over its source never sees as tags, and such a pass escapes every ``<``, which a formula or a code span then
@@ -78,18 +79,29 @@ def _safe_attribute(tag: str, name: str, value: str) -> bool:
 
 # The only URLs a student's content keeps, matched on the attribute's text as written (bleach leaves character
 # references in it, and the browser decodes them after): an image inline, as nbconvert writes a PNG, JPEG or GIF
-# attachment, and a link to a place on the page itself (a heading's anchor). Any other URL, relative or absolute,
-# is a request the reader's browser makes with the reader's cookies: ``<img src="/formgrader/...">`` in a written
-# answer was a GET to the instructor's own server, sent by the instructor's browser as the instructor.
+# attachment; a link to a place on the page itself (a heading's anchor); and a link to a named host of the web (a
+# paper, as the course's own cells cite them), which the browser follows only when the reader clicks it, without
+# the page as its referrer. Any other URL, relative or absolute, is a request the reader's browser makes with the
+# reader's cookies: ``<img src="/formgrader/...">`` in a written answer was a GET to the instructor's own server,
+# sent by the instructor's browser as the instructor; a link to a relative path, a bare address or a one-word host
+# (``localhost``, ``hub``) leads there too, and is not kept.
 INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/]*={0,2}")
 ON_THE_PAGE = re.compile(r"#[^\s\x00-\x1f\x7f]*")
+ON_THE_WEB = re.compile(
+    r"https?://(?P<host>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)(?::[0-9]{1,5})?(?:[/?#][^\s\x00-\x1f\x7f\\]*)?"
+)
+# a link of the course's own between its notebooks ("previous", "next"): dropped without a note (a page holds one
+# notebook; the others are not beside it)
+A_NOTEBOOK = re.compile(r"(\.\./)?[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)?\.ipynb")
 NOT_SHOWN = "#attachment-not-shown"  # what _attachments makes of an attachment it leaves out (noted already)
 SHOWN_URL = 120  # characters of a refused link's URL that its note shows
 
 
 class PageUrls(Filter):
     """Each ``<img>`` whose ``src`` is not ``INLINE_IMAGE`` replaced by a note saying an image was removed, and
-    each link whose ``href`` is not ``ON_THE_PAGE`` left as its text (no ``href``) with a note naming the URL.
+    each link whose ``href`` is neither ``ON_THE_PAGE`` nor ``ON_THE_WEB`` left as its text (no ``href``) with a note
+    naming the URL (a link to the web is kept, ``rel="noopener noreferrer nofollow"``; one to another notebook,
+    ``A_NOTEBOOK``, becomes its text without a note).
     Runs after bleach's sanitiser: the only URL attributes left are an ``<a>``'s ``href`` and an ``<img>``'s
     ``src``; the notes speak the language posref speaks (the page's, ``CleanMarkdownExporter``)."""
 
@@ -109,7 +121,10 @@ class PageUrls(Filter):
                 href = attributes.pop((None, "href"), None)
                 if href is not None and ON_THE_PAGE.fullmatch(href):
                     attributes[(None, "href")] = href
-                elif href is not None:
+                elif href is not None and _on_the_web(href):
+                    attributes[(None, "href")] = href
+                    attributes[(None, "rel")] = "noopener noreferrer nofollow"
+                elif href is not None and not A_NOTEBOOK.fullmatch(href):
                     refused_link = href if len(href) <= SHOWN_URL else href[:SHOWN_URL] + "…"
                 yield token
             elif name == "a" and token["type"] == "EndTag" and refused_link is not None:
@@ -118,6 +133,15 @@ class PageUrls(Filter):
                 refused_link = None
             else:
                 yield token
+
+
+def _on_the_web(href: str) -> bool:
+    """``href`` is ``ON_THE_WEB``: a host name of two labels or more, not a bare IPv4 address or a ``localhost``."""
+    match = ON_THE_WEB.fullmatch(href)
+    if match is None:
+        return False
+    host = match["host"].lower()
+    return not (re.fullmatch(r"[0-9.]+", host) or host == "localhost" or host.endswith(".localhost"))
 
 
 def _note(text: str) -> list[dict]:

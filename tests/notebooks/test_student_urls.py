@@ -1,14 +1,17 @@
 """No URL a student wrote makes the reader's browser send a request: a written answer's ``<img src="/formgrader/...">``
 was a GET to the instructor's own server with the instructor's cookies. What a page keeps of a student's URLs is a
 property, checked on every URL-bearing attribute of the page (as the browser reads it: character references
-decoded): an image inline (a PNG, JPEG or GIF in base64) or a link to a place on the page; a removed image or link
-is noted where it was, in the page's language.
+decoded): an image inline (a PNG, JPEG or GIF in base64), a link to a place on the page, or a link to a named host
+of the web that the browser follows only on a click and without a referrer; a removed image or link is noted where
+it was, in the page's language.
 """
 
 from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import nbformat
 import pytest
@@ -59,6 +62,14 @@ HOSTILE_URLS = {
     "blob": "blob:http://localhost:8888/uuid",
     "file": "file:///etc/passwd",
     "mailto": "mailto:someone@example.com",
+    "https to a bare address": "https://10.0.0.5/formgrader/api",
+    "http to 127.0.0.1": "http://127.0.0.1:8888/hub/api/users",
+    "a one-word host": "https://hub/api/users",
+    "a localhost name": "http://grader.localhost:8888/formgrader",
+    "one slash after the scheme": "https:/hub/api/users",
+    "a user before the host": "https://evil.invalid@localhost:8888/hub",
+    "a backslash before the host": "https://evil.invalid\\@localhost/hub",
+    "https by reference": "&#104;ttps://localhost/hub",
 }
 
 # where a URL may sit in what a student writes: (markdown or HTML, the count of images and links it should note)
@@ -104,17 +115,37 @@ class Attributes(HTMLParser):
         self.tags.append((tag, {name: value or "" for name, value in attrs}))
 
 
+def _a_click_away(tag: str, attrs: dict[str, str], url: str) -> bool:
+    """A link the browser follows only when clicked, without the page as referrer, to a host of the web named with
+    two labels or more (not an address, not ``localhost``): nothing of the reader's own servers."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return (
+        tag == "a"
+        and {"noopener", "noreferrer"} <= set(attrs.get("rel", "").split())
+        and url.startswith(("http://", "https://"))
+        and "\\" not in url
+        and "@" not in parts.netloc
+        and "." in host
+        and not re.fullmatch(r"[0-9.]+", host)
+        and host != "localhost"
+        and not host.endswith(".localhost")
+    )
+
+
 def _requests(html: str) -> list[tuple[str, str, str]]:
     """Each (tag, attribute, value) of ``html`` that could make the browser load or go somewhere but the page
-    itself: an ``href`` other than a fragment, a ``src`` other than an inline PNG, JPEG or GIF, any attribute
-    other than ``INERT`` ones."""
+    itself: an ``href`` other than a fragment or a link a click away (``_a_click_away``), a ``src`` other than an
+    inline PNG, JPEG or GIF, any attribute other than ``INERT`` ones."""
     parser = Attributes()
     parser.feed(html)
     found = []
     for tag, attrs in parser.tags:
         for name, value in attrs.items():
             url = re.sub(r"[\t\n\r]", "", value.strip(BROWSER_STRIPS))
-            if name == "href" and url.startswith("#"):
+            if name == "href" and (url.startswith("#") or _a_click_away(tag, attrs, url)):
+                continue
+            if name == "rel" and tag == "a":
                 continue
             if name == "src" and INLINE_IMAGE.fullmatch(url):
                 continue
@@ -169,7 +200,7 @@ def test_a_removed_image_or_link_is_noted_where_it_was(url):
 
 
 @pytest.mark.parametrize(
-    "url", ["/formgrader/api/submission/abc", "../../hub/logout", "https://evil.invalid/x"]
+    "url", ["/formgrader/api/submission/abc", "../../hub/logout", "http://127.0.0.1:8888/formgrader"]
 )
 @pytest.mark.parametrize("place", ['<a href="{u}">my link</a>', "[my link]({u})", "![my figure]({u})"])
 def test_a_link_or_image_to_anywhere_is_noted_with_its_url(url, place):
@@ -201,14 +232,14 @@ def test_what_a_student_needs_is_kept():
 @pytest.mark.parametrize(
     ("lang", "image", "link"),
     [
-        ("en", "(an image removed: a page shows only images", "(link removed: https://evil.invalid/x)"),
-        ("zh-TW", "（已移除一張圖片：", "（已移除連結：https://evil.invalid/x）"),
-        ("zh-CN", "（已移除一张图片：", "（已移除链接：https://evil.invalid/x）"),
+        ("en", "(an image removed: a page shows only images", "(link removed: /hub/x)"),
+        ("zh-TW", "（已移除一張圖片：", "（已移除連結：/hub/x）"),
+        ("zh-CN", "（已移除一张图片：", "（已移除链接：/hub/x）"),
     ],
 )
 def test_the_notes_speak_the_language_of_the_page(lang, image, link):
     """A student's feedback page speaks their edition's language (``resources["page"]["lang"]``), its notes too."""
-    html = _page("![x](/hub/api) [y](https://evil.invalid/x)", lang)
+    html = _page("![x](/hub/api) [y](/hub/x)", lang)
     assert image in html and link in html
 
 
@@ -234,3 +265,38 @@ def test_the_feedback_page_notes_in_the_edition_the_student_handed_in(tmp_path, 
     )
     assert "（這裡不顯示一張附加的圖片：gone.png，不在筆記本裡）" in html
     assert "（已移除一張圖片：" in html and _requests(html) == []
+
+
+@pytest.mark.parametrize(
+    "url", ["https://arxiv.org/abs/2104.09864", "http://example.org:8080/a/b?c=d#e", "https://x.y/"]
+)
+def test_a_link_to_the_web_stays_a_link_a_click_away(url):
+    """A paper cited in an answer (or in the course's own cells, which the same page shows): kept as a link, followed
+    only on a click, without the page as referrer; no note."""
+    html = _page(f"[the paper]({url}) and <a href='{url}'>again</a>")
+    parser = Attributes()
+    parser.feed(html)
+    links = [attrs for tag, attrs in parser.tags if tag == "a" and attrs.get("href") == url]
+    assert len(links) == 3 and all(attrs["rel"] == "noopener noreferrer nofollow" for attrs in links)
+    assert "removed" not in html and _requests(html) == []
+
+
+def test_the_courses_own_cells_lose_no_link_or_image():
+    """Every markdown cell of every notebook of the course, as a feedback page shows it: nothing noted removed (the
+    course cites its papers by links to the web, links its notebooks to each other, which a page showing one of
+    them drops quietly, and shows no image but inline ones)."""
+    repo = Path(__file__).resolve().parents[2]
+    notebooks = sorted((repo / "solutions").glob("*/*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        nb.cells = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+        html, _ = CleanMarkdownExporter(template_name="basic").from_notebook_node(nb)
+        assert "(link removed:" not in html and "(an image removed:" not in html, path.name
+        assert "arxiv.org" not in html or 'rel="noopener noreferrer nofollow"' in html, path.name
+
+
+@pytest.mark.parametrize("url", ["../02_absolute/02_absolute.ipynb", "../00_start.ipynb", "08_nope.ipynb"])
+def test_a_link_to_another_notebook_becomes_its_text_without_a_note(url):
+    html = _page(f"next: [02 absolute]({url})")
+    assert "02 absolute" in html and "removed" not in html and _requests(html) == []
