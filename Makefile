@@ -11,7 +11,7 @@ COURSE := $(VENV)/.installed-course
 DEV    := $(VENV)/.installed-dev
 NBCONVERT_CONFIG := $(VENV)/etc/jupyter/jupyter_nbconvert_config.py
 
-.PHONY: lab explore test setup system-packages icu-headers fonts checkpoints bench gpu-wheels clean labextension
+.PHONY: lab explore test setup system-packages fonts checkpoints bench gpu-wheels clean labextension
 
 # The course's edition make lab opens: en (default), zh-TW or zh-CN, e.g. `make lab EDITION=zh-TW` (not LANG: that
 # is the shell's locale). Another edition than English also installs JupyterLab's language pack for it
@@ -48,7 +48,7 @@ $(COURSE): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e '.[course]'
 	touch $@
 
-$(DEV): pyproject.toml constraints.txt | $(PY) icu-headers
+$(DEV): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@ $(COURSE) $(VENV)/.installed-zh-TW $(VENV)/.installed-zh-CN
 
@@ -71,14 +71,6 @@ fonts:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; } \
 	    || echo "note: could not install fonts-noto-cjk (no network?): figures show pinyin"; \
 	else echo "note: no CJK font found: figures show pinyin; install one (Debian/Ubuntu: sudo apt-get install fonts-noto-cjk)"; fi
-
-# ICU's headers, which PyICU (.[dev]: the import's check of student ids for look-alikes) builds against. Installed
-# only as root with apt-get where pkg-config does not find them; elsewhere it says what to install.
-icu-headers:
-	@if pkg-config --exists icu-uc 2>/dev/null; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libicu-dev pkg-config >/dev/null; \
-	else echo "note: ICU's headers not found: install them (Debian/Ubuntu: sudo apt-get install libicu-dev pkg-config)"; fi
 
 # Debian packages the browser test (chromium) and the grading sandbox (bubblewrap) use. Installed only where
 # this runs as root with apt-get; elsewhere those tests skip and say why.

@@ -22,20 +22,19 @@ two rows give one course-site id or one student id (a row copied and half edited
 refused whole, naming both rows. An id that looks like another student's (the roster's, the record's, or another
 of the same download) is refused where the two differ in their scripts (``smithјane`` with a Cyrillic ``ј`` beside
 ``smithjane``: two students whose rows read the same) and flagged where they do not (``srnith`` beside ``smith``):
-two ids look alike when their confusable skeletons, Unicode's UTS #39 (through ICU's ``SpoofChecker``), are one.
+two ids look alike when their confusable skeletons, Unicode's UTS #39 (``lookalike.py``), are one.
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import re
 import shutil
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake import site_users
+from autograder.intake import lookalike, site_users
 from autograder.intake.site_users import SiteUsers
 
 CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?P<late>_LATE)?_(?P<user>\d+)_(?P<file_id>\d+)_(?P<file>.+)$")
@@ -100,42 +99,16 @@ def read_layout(root: Path) -> list[Entry]:
     return list(entries.values())
 
 
-@functools.cache
-def _skeleton(text: str) -> str:
-    """``text``'s confusable skeleton (UTS #39): two strings that look alike have the same one."""
-    return _spoof_checker().getSkeleton(0, text)
-
-
-@functools.cache
-def _spoof_checker():
-    try:
-        import icu
-    except ImportError:  # refused rather than unchecked
-        raise SystemExit(
-            "checking student ids for look-alikes needs PyICU (ICU's Unicode confusables, UTS #39): install it "
-            "(make setup does; it builds against ICU: Debian's libicu-dev and pkg-config), then import again"
-        ) from None
-    return icu.SpoofChecker()
-
-
-def _scripts(text: str) -> set[str]:
-    """The scripts of ``text``'s letters (Common and Inherited, digits and signs, left out)."""
-    import icu
-
-    names = {icu.Script.getScript(c).getName() for c in text}
-    return names - {"Common", "Inherited"}
-
-
 def _alike(student: str, others: set[str]) -> str | None:
     """One of ``others`` (another id) that looks like ``student``, or None."""
-    skeleton = _skeleton(student)
-    return next((o for o in sorted(others) if o != student and _skeleton(o) == skeleton), None)
+    skeleton = lookalike.skeleton(student)
+    return next((o for o in sorted(others) if o != student and lookalike.skeleton(o) == skeleton), None)
 
 
 def _differs(student: str, other: str) -> str:
     """What makes ``student`` another id than ``other`` that looks the same: its letters of other scripts, named."""
-    own = _scripts(other)
-    strange = [c for c in dict.fromkeys(student) if _scripts(c) - own] or [
+    own = lookalike.scripts(other)
+    strange = [c for c in dict.fromkeys(student) if lookalike.scripts(c) - own] or [
         c for c in student if c not in other
     ]
     return ", ".join(f"{c!r} U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in strange[:4])
@@ -177,7 +150,7 @@ def read_roster(path: Path | None) -> list[dict]:
     ids = {(row.get("id") or "").strip(): line for line, row in enumerate(rows, start=2)}
     for student, line in ids.items():
         other = _alike(student, set(ids))
-        if other is not None and _scripts(student) != _scripts(other) and ids[other] < line:
+        if other is not None and lookalike.scripts(student) != lookalike.scripts(other) and ids[other] < line:
             raise SystemExit(
                 f"the roster {path}: the student id {student!r} on line {line} looks like {other!r} on line "
                 f"{ids[other]} ({_differs(student, other)}): two students whose rows read the same; correct the "
@@ -270,7 +243,7 @@ def student_ids(
             continue
         taken = roster_ids | {e["student"] for e in known.users.values()} | set(ids.values())
         other = _alike(found, taken)
-        if other is not None and _scripts(found) != _scripts(other):
+        if other is not None and lookalike.scripts(found) != lookalike.scripts(other):
             refused[i] = (
                 f"{who} would be {found!r}, which looks like the student id {other!r} but is another "
                 f"({_differs(found, other)}): two students whose rows would read the same; if this is a student of "
