@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from autograder import course
+from autograder.analysis import defaults as analysis_defaults
 from autograder.editions.notebook import EDITIONS
 from autograder.intake.late import parse_time
 
@@ -120,7 +121,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", type=Path, help="default: <course>/reports/ASSIGNMENT-similar.csv")
     p.add_argument("--html", type=Path, help="default: <course>/reports/ASSIGNMENT-similar.html")
     p.add_argument(
-        "--threshold", type=float, default=0.8, help="pairs from this similarity (0-1) on the page (0.8)"
+        "--threshold",
+        type=float,
+        default=analysis_defaults.THRESHOLD,
+        help="pairs from this similarity (0-1) on the page (%(default)s)",
     )
     p.add_argument(
         "--earlier",
@@ -132,8 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--common",
         type=int,
-        default=2,
-        help="a passage held by more than M answers written apart is common knowledge, not counted (2)",
+        default=analysis_defaults.COMMON,
+        help="a passage held by more than M answers written apart is common knowledge, not counted (%(default)s)",
     )
     p = sub.add_parser("demo")
     p.add_argument("--workers", type=_positive_int, default=2)

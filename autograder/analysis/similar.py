@@ -44,14 +44,12 @@ from pathlib import Path
 from copydetect import CodeFingerprint, compare_files
 
 from autograder import course
+from autograder.analysis.defaults import COMMON, THRESHOLD  # the command line's defaults too
 from autograder.analysis.fingerprints import Tokens, fingerprint, tokens
 
-# the page's default: above what independent answers reached in the course's cells (test_similar)
-THRESHOLD = 0.8
 MIN_TOKENS = (
     24  # own tokens (two fingerprints' worth) under which an answer, or a cell, is too small to judge
 )
-COMMON = 2  # answers written apart that may hold a passage before it is common knowledge (MOSS's -m)
 # two answers are copies of one another where either holds this share of the other's tokens (the stub left out)
 SAME_SOURCE = THRESHOLD
 MAX_CELL = 50_000  # characters of one answer cell; a larger one is not compared

@@ -356,3 +356,21 @@ def test_a_global_named_like_a_placeholder_stays_as_written():
     assert _symbols("def f(q):\n    return q @ V\n") != _symbols("def f(q, k):\n    return q @ k\n")
     assert _symbols("def f(q):\n    return q + S\n") != _symbols("def f(q):\n    return q + 'S'\n")
     assert _symbols("def f(q):\n    return q @ V\n")[-1] == "V"
+
+
+def test_the_commands_defaults_are_the_analysis_constants(monkeypatch, capsys):
+    """The command line's --threshold and --common were 0.8 and 2 written again in cli.py: a change of the
+    analysis's constants would have left the command on the old values."""
+    from autograder import cli
+    from autograder.analysis import defaults
+
+    args = cli._parser().parse_args(["similar", "01_order"])
+    assert (args.threshold, args.common) == (THRESHOLD, COMMON)
+    monkeypatch.setattr(defaults, "THRESHOLD", 0.65)
+    monkeypatch.setattr(defaults, "COMMON", 3)
+    args = cli._parser().parse_args(["similar", "01_order"])
+    assert (args.threshold, args.common) == (0.65, 3)
+    with pytest.raises(SystemExit):
+        cli._parser().parse_args(["similar", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "on the page (0.65)" in said and "not counted (3)" in said, said
