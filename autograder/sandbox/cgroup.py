@@ -114,9 +114,12 @@ def _claim(base: Path) -> tuple[Path, int]:
         # a random name: unique beside the groups of graders in other PID namespaces
         path = base / f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
         path.mkdir()
-        fd = _open(path)
+        try:
+            fd = _open(path)
+        except FileNotFoundError:  # a sweep took it between mkdir and open: make another
+            continue
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if path.is_dir():  # else a sweep took it between mkdir and flock: make another
+        if path.is_dir():  # else a sweep took it between open and flock: make another
             return path, fd
         os.close(fd)
 

@@ -375,3 +375,31 @@ def test_a_graders_sweep_spares_a_group_another_living_grader_holds_and_takes_a_
         holder.wait()
         if group.exists():
             _remove(group)
+
+
+def test_a_group_swept_before_its_grader_opens_it_is_made_again(tmp_path, monkeypatch):
+    """Graders start together (a local cluster's workers each probe and sweep as they start): another's sweep can
+    find a group between this grader's mkdir and its open, take it as nobody's and remove it. The claim then
+    failed with FileNotFoundError, which a grader starting up reported as "cannot make a memory cgroup" and graded
+    without one; now it makes another group, held. (Any folder stands for the base: the claim and the sweep are
+    mkdir, open, flock and rmdir.)"""
+    from autograder.sandbox import cgroup
+
+    opened = cgroup._open
+    swept = []
+
+    def another_graders_sweep_first(path):
+        if not swept:
+            swept.append(path)
+            cgroup._sweep(tmp_path)  # the fresh group is not held yet: this sweep removes it
+        return opened(path)
+
+    monkeypatch.setattr(cgroup, "_open", another_graders_sweep_first)
+    path, held = cgroup._claim(tmp_path)
+    try:
+        assert swept and not swept[0].exists() and path != swept[0] and path.is_dir()
+        assert list(tmp_path.iterdir()) == [path]
+        cgroup._sweep(tmp_path)  # held: spared
+        assert path.is_dir()
+    finally:
+        os.close(held)
