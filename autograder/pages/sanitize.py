@@ -10,7 +10,8 @@ and ``text/markdown`` outputs with bleach) made to what the course's pages need:
 * a cell keeps nbgrader's metadata only where it is well formed (a grade id of letters, digits, ``_`` and ``-``,
   numeric points and score, true/false flags): the templates write the grade id into HTML attributes unescaped;
 * a cell's attachments (an image pasted into a written answer: JupyterLab keeps it in the cell) are shown when they
-  are a PNG, JPEG or GIF in valid base64, at most ``MAX_ATTACHMENT`` characters each and ``MAX_ATTACHMENTS`` a cell;
+  are a PNG, JPEG or GIF in valid base64 (its line breaks taken out: the page's ``INLINE_IMAGE`` has none), at
+  most ``MAX_ATTACHMENT`` characters each and ``MAX_ATTACHMENTS`` a cell;
   every other one (an SVG with a script, too large, not base64) and every ``attachment:`` the markdown names that
   the cell does not hold is left out with a note in its place (``_attachments``): nbconvert's renderer raised on a
   missing attachment, and the formgrader's page was an HTTP 500 and the student had no feedback page;
@@ -136,12 +137,19 @@ class PageUrls(Filter):
 
 
 def _on_the_web(href: str) -> bool:
-    """``href`` is ``ON_THE_WEB``: a host name of two labels or more, not a bare IPv4 address or a ``localhost``."""
+    """``href`` is ``ON_THE_WEB``: a host name of two labels or more, not an IPv4 address as the browser reads one
+    (WHATWG URL: a host whose last label is a number, decimal or ``0x`` hex, is an address: ``0x7f.1`` is 127.0.0.1)
+    and not one of the reader's own machine (``localhost``, ``*.localhost``, ``localhost.localdomain``)."""
     match = ON_THE_WEB.fullmatch(href)
     if match is None:
         return False
     host = match["host"].lower()
-    return not (re.fullmatch(r"[0-9.]+", host) or host == "localhost" or host.endswith(".localhost"))
+    last = host.rsplit(".", 1)[-1]
+    return not (
+        re.fullmatch(r"[0-9]+|0x[0-9a-f]*", last)
+        or last == "localhost"
+        or re.fullmatch(r"localhost[46]?\.localdomain[46]?", host)
+    )
 
 
 def _note(text: str) -> list[dict]:
@@ -243,7 +251,7 @@ def _attachments(cell) -> dict:
         elif len(kept) >= MAX_ATTACHMENTS:
             left_out[name] = _("more than {most} images in one cell").format(most=MAX_ATTACHMENTS)
         else:
-            kept[name] = {mimetype: shown[mimetype]}
+            kept[name] = {mimetype: "".join(shown[mimetype].split())}  # as INLINE_IMAGE: no whitespace
     if cell.get("cell_type") == "markdown" and isinstance(cell.get("source"), str):
         named = dict.fromkeys(m.group(1) for m in ATTACHMENT_REFERENCE.finditer(cell.source))
         for name in named:

@@ -9,6 +9,7 @@ it was, in the page's language.
 from __future__ import annotations
 
 import re
+import string
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -70,6 +71,10 @@ HOSTILE_URLS = {
     "a user before the host": "https://evil.invalid@localhost:8888/hub",
     "a backslash before the host": "https://evil.invalid\\@localhost/hub",
     "https by reference": "&#104;ttps://localhost/hub",
+    "an address in hex": "http://0x7f.1:8888/formgrader/api",
+    "an address in hex, four parts": "http://0X7F.0.0.1/hub/api/users",
+    "an address ending in 0x": "https://hub.0x/api",
+    "localhost.localdomain": "http://localhost.localdomain:8888/hub/api",
 }
 
 # where a URL may sit in what a student writes: (markdown or HTML, the count of images and links it should note)
@@ -127,10 +132,20 @@ def _a_click_away(tag: str, attrs: dict[str, str], url: str) -> bool:
         and "\\" not in url
         and "@" not in parts.netloc
         and "." in host
-        and not re.fullmatch(r"[0-9.]+", host)
+        and not _an_address(host)
         and host != "localhost"
         and not host.endswith(".localhost")
+        and not host.startswith("localhost.")
     )
+
+
+def _an_address(host: str) -> bool:
+    """The browser reads ``host`` as an IPv4 address (WHATWG URL's "ends in a number"): its last label is digits, or
+    0x and hex digits (``0x7f.1`` is 127.0.0.1); a host that ends so but is no address is no URL at all."""
+    last = host.split(".")[-1]
+    if last[:2] == "0x":
+        return all(c in string.hexdigits for c in last[2:])
+    return last != "" and all(c in string.digits for c in last)
 
 
 def _requests(html: str) -> list[tuple[str, str, str]]:
@@ -227,6 +242,26 @@ def test_what_a_student_needs_is_kept():
     assert sources == [f"data:image/png;base64,{PNG}"] * 2 + [f"data:image/gif;base64,{PNG}"]
     assert [attrs["href"] for tag, attrs in parser.tags if tag == "a"] == ["#My-heading", "#My-heading"]
     assert "removed" not in html and _requests(html) == []
+
+
+def test_a_pasted_image_whose_base64_has_line_breaks_is_shown():
+    """Base64 broken into lines (as ``base64.encodebytes`` and older tools write it, a newline at the end or every 76
+    characters) is valid base64, and the attachment is the student's own pasted image: shown, without the line
+    breaks a page's inline image may not hold, and no note that it was removed."""
+    wrapped = "\n".join(PNG[i : i + 40] for i in range(0, len(PNG), 40)) + "\n"
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "![pasted](attachment:p.png)", attachments={"p.png": {"image/png": wrapped}}
+            )
+        ]
+    )
+    nb, resources = StudentCellsSanitized(enabled=True).preprocess(nb, {})
+    html, _ = CleanMarkdownExporter(template_name="basic").from_notebook_node(nb, resources=resources)
+    parser = Attributes()
+    parser.feed(html)
+    assert [attrs["src"] for tag, attrs in parser.tags if tag == "img"] == [f"data:image/png;base64,{PNG}"]
+    assert "removed" not in html and "not shown" not in html
 
 
 @pytest.mark.parametrize(
