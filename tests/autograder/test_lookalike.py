@@ -36,6 +36,10 @@ ALIKE = [
     ("li", "lı"),  # U+0131 LATIN SMALL LETTER DOTLESS I
     ("alpha", "αlpha"),  # U+03B1 GREEK SMALL LETTER ALPHA
     ("ѐ", "ѐ"),  # precomposed and decomposed (NFD first)
+    # a prototype of several code points whose own code points have look-alikes (O and 0, l and 1 and I)
+    ("COEUR", "CŒUR"),  # U+0152 LATIN CAPITAL LIGATURE OE -> "OE"
+    ("llama", "ǁama"),  # U+01C1 LATIN LETTER LATERAL CLICK -> "ll"
+    ("blake", "Ыake"),  # U+042B CYRILLIC CAPITAL LETTER YERU -> "bl"
 ]
 UNLIKE = [
     ("bob", "b0b"),
@@ -61,6 +65,9 @@ def test_ids_that_do_not_have_two(a, b):
 def test_a_skeleton_is_its_own_skeleton_and_the_scripts_leave_digits_and_marks_out():
     for a, _ in ALIKE:
         assert lookalike.skeleton(lookalike.skeleton(a)) == lookalike.skeleton(a)
+    # each prototype stands for itself, as in Unicode's data: none of its code points is mapped to another
+    prototypes = lookalike._prototypes()
+    assert [p for p in prototypes.values() if "".join(prototypes.get(c, c) for c in p) != p] == []
     assert lookalike.scripts("smithјane") == {"LATIN", "CYRILLIC"}
     assert lookalike.scripts("wei_li-2.0@") == {"LATIN"}
     assert lookalike.scripts("王小明") == {"HAN"} and lookalike.scripts("e\u0301") == {"LATIN"}
