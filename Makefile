@@ -92,9 +92,9 @@ $(HUB_PROXY): tools/hub/package.json tools/hub/package-lock.json
 	  (cd .hub && npm ci --no-audit --no-fund --loglevel=error) && touch $@; \
 	else echo "note: no npm: the JupyterHub test skips (install Node.js 20 or later with npm)"; fi
 
-# For whoever changes the course's Validate button (posref_jupyter/labextension/): rebuild its committed bundle
-# (posref_jupyter/jupyter_data/labextensions/@posref/validate/) with the builder its lock pins; needs Node.js 20 and
-# npm. Students never run it: the bundle is committed (tools/labextension.py; a test checks it is this build)
+# For whoever changes the course's Validate button or Assignment List (posref_jupyter/labextension/): rebuild its
+# committed bundle (posref_jupyter/jupyter_data/labextensions/@posref/validate/) with the builder its lock pins; needs
+# Node.js 20 and npm. Students never run it: the bundle is committed (tools/labextension.py; a test checks it is this build)
 labextension: $(COURSE)
 	cd posref_jupyter/labextension && npm ci --no-audit --no-fund --loglevel=error
 	$(PY) tools/labextension.py build

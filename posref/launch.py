@@ -51,8 +51,9 @@ LANGUAGE_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "language
 # what every course server has, the instructor's too: no "Jupyter news?" pop-up (JupyterLab's announcements plugin
 # off; its command-line news flag alone does not stop it)
 COURSE_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "course"
-# a student's server on the course's JupyterHub: nbgrader's Assignment List on, the exchange's course and folder, what
-# Submit leaves out (put before STUDENT_CONFIG: hub_environment)
+# a student's server on the course's JupyterHub: the course's Assignment List on (posref_jupyter.assignment_list, on
+# nbgrader's server extension), the exchange's course and folder, what Submit leaves out (put before STUDENT_CONFIG:
+# hub_environment)
 HUB_CONFIG = Path(__file__).resolve().parent / "jupyter_config" / "hub"
 # the student's Jupyter data: the nbconvert template of an HTML export that loads nothing from elsewhere
 STUDENT_DATA = Path(posref_jupyter.__file__).resolve().parent / "jupyter_data"
@@ -219,8 +220,8 @@ def lab_env(
 
 def hub_environment(lang: Edition = ENGLISH, exchange: str | None = None) -> dict[str, str]:
     """What a JupyterHub's spawner sets in a student's server (``c.Spawner.environment``; autograder/README.md, "On a
-    JupyterHub"): the student's configuration, with the hub's first (the Assignment List on, the instructor's
-    formgrader, course list and create-assignment off), the edition ``lang`` (posref's messages and JupyterLab's
+    JupyterHub"): the student's configuration, with the hub's first (the course's Assignment List on in place of
+    nbgrader's, the instructor's formgrader, course list and create-assignment off), the edition ``lang`` (posref's messages and JupyterLab's
     menus), the offline HTML export, and the exchange folder when it is not nbgrader's default."""
     out = {
         "JUPYTER_CONFIG_PATH": os.pathsep.join(

@@ -4,11 +4,13 @@ a student's JupyterLab (enabled by ``posref/jupyter_config/student/jupyter_serve
 nbgrader's own button (its JupyterLab plugin ``@jupyter/nbgrader:validate-assignment``) says everything around
 posref's messages in English it holds in its built code ("Validation Results", "The following cell failed:"), with
 no way to translate it. The student's JupyterLab disables that plugin (``posref/jupyter_config/student/labconfig``)
-and loads the course's own (``jupyter_data/labextensions/@posref/validate``, built from ``labextension/src/index.js``
-by ``make labextension``), which calls the same handler of nbgrader's server extension (``assignments/validate``)
-and shows what it answers with the words this extension puts in the page (the page config's ``posrefValidate``):
-the messages below, said in the language of ``POSREF_LANG`` (the edition ``posref lab --lang`` and the hub's
-spawner set) from posref's catalogs (``posref/locale/<lang>/posref.po``), as every other sentence of posref.
+and loads the course's own (``jupyter_data/labextensions/@posref/validate``, built from ``labextension/src/`` by
+``make labextension``: ``button.js``, and the dialog in ``validation.js``, which the course's Assignment List,
+``posref_jupyter.assignment_list``, shows too), which calls the same handler of nbgrader's server extension
+(``assignments/validate``) and shows what it answers with the words this extension puts in the page (the page
+config's ``posrefValidate``): the messages below, said in the language of ``POSREF_LANG`` (the edition ``posref lab
+--lang`` and the hub's spawner set) from posref's catalogs (``posref/locale/<lang>/posref.po``), as every other
+sentence of posref.
 
 The button's own label stays ``Validate`` in every edition: the course's pages name it so (as they name the hub's
 Submit and Fetch), and the glossary keeps the word.

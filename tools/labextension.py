@@ -1,7 +1,7 @@
-"""Build the course's Validate button (``posref_jupyter/labextension/``: plain JavaScript) into the prebuilt
-JupyterLab extension a student's JupyterLab loads (``posref_jupyter/jupyter_data/labextensions/@posref/validate/``,
-committed, so that no student needs Node.js), and say whether the committed bundle is the build of the committed
-source.
+"""Build the course's Validate button and Assignment List (``posref_jupyter/labextension/``: plain JavaScript) into
+the prebuilt JupyterLab extension a student's JupyterLab loads
+(``posref_jupyter/jupyter_data/labextensions/@posref/validate/``, committed, so that no student needs Node.js), and
+say whether the committed bundle is the build of the committed source.
 
     make labextension                    # npm ci (the lock's versions), then: python tools/labextension.py build
     python tools/labextension.py check   # exit status 1, saying why, when the bundle is not the source's build

@@ -210,3 +210,10 @@ def english_words(line: str, kept: set[str]) -> list[str]:
             continue
         found.append(token)
     return found
+
+
+def english_words_in(texts: list[str], edition: str) -> list[str]:
+    """The English words of ``texts`` (an interface's labels and sentences) a student of ``edition`` should not read:
+    ``english_words`` of each line, with the glossary's kept words of ``edition``."""
+    kept = kept_words(edition)
+    return [w for text in texts for line in text.splitlines() for w in english_words(line, kept)]

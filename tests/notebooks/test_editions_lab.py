@@ -571,13 +571,6 @@ def _validate(page, server: LabServer, relative: str) -> dict:
     }
 
 
-def _english_words(texts: list[str], tag: str) -> list[str]:
-    """The English words of ``texts`` a student of the edition ``tag`` should not read (test_edition_text's rule:
-    code, formulas and the glossary's kept words are not words)."""
-    kept = student_text.kept_words(tag)
-    return [w for text in texts for line in text.splitlines() for w in student_text.english_words(line, kept)]
-
-
 @pytest.mark.browser
 @pytest.mark.slow  # nbgrader runs 01's first cells twice in a fresh kernel
 @pytest.mark.timeout(900)  # a hang guard (test_browser.HANG_S)
@@ -626,5 +619,5 @@ def test_validate_speaks_the_editions_language(chromium, tag, request, tmp_path)
         assert failed["title"] == "Validation results", failed
         assert passed["paragraphs"] == ["Every check of this notebook passed."], passed
     else:
-        assert not _english_words(said, tag), _english_words(said, tag)
+        assert not student_text.english_words_in(said, tag), student_text.english_words_in(said, tag)
         assert all(CHINESE.search(text) for text in said if text != words["validate"]), said

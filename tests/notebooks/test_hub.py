@@ -5,13 +5,15 @@ can neither rename the course's folder nor delete another's submission), the cou
 hub course ``posref``.
 
 Through the hub: the instructor (never root: every command runs as their Unix user, as in a terminal of their hub
-server) releases 01_order; student ``a`` logs in in Chromium and fetches, validates and submits in the Assignment
-List; student ``b``, whose server the hub starts in the zh-TW edition, fetches the zh-TW release (the instructor's
-one release puts every edition in the exchange: autograder/release/exchange.py) and does the same through the
-Assignment List's HTTP API with a token of their own, with a JupyterLab checkpoint beside the notebook, then hands in a stub claiming to be ``a`` (nbgrader's
-``submit --student``, as from a terminal); the instructor collects (the forged one refused), grades (the score of
-record), writes and releases feedback; each student fetches feedback and gets their own page, which typesets its
-formulas in a browser that can load nothing but the page.
+server) releases 01_order; student ``a`` logs in in Chromium and fetches, validates and submits in the course's
+Assignment List (``posref_jupyter.assignment_list``: the course's panel on nbgrader's exchange); student ``b``,
+whose server the hub starts in the zh-TW edition, fetches the zh-TW release (the instructor's one release puts every
+edition in the exchange: autograder/release/exchange.py) and validates it through the Assignment List's HTTP API
+with a token of their own, with a JupyterLab checkpoint beside the notebook, then logs in and validates and submits
+in the Assignment List, which speaks zh-TW (saved as zh-TW_assignment_list.png), then hands in a stub claiming to be
+``a`` (nbgrader's ``submit --student``, as from a terminal); the instructor collects (the forged one refused),
+grades (the score of record), writes and releases feedback; each student fetches feedback and gets their own page,
+which typesets its formulas in a browser that can load nothing but the page.
 
 Set-up as a deployment does it: JupyterHub from PyPI (the course's ``.[hub]``, pinned in constraints.txt, in the
 environment ``make setup`` makes), configurable-http-proxy from npm (``make hub-proxy``: ``tools/hub``'s lock into
@@ -44,6 +46,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import student_text
 from conftest import python_shown_to
 from test_browser import HANG_S, _chromium, _free_port, browser_page
 from test_html_export import TYPESET
@@ -51,6 +54,7 @@ from test_html_export import TYPESET
 from autograder.course import CONFIG, REPO
 from posref import launch
 from posref.i18n import _, speaking
+from posref_jupyter import assignment_list, validate
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(1800)]  # hang guards (HANG_S)
 ASSIGNMENT = "01_order"
@@ -319,6 +323,53 @@ def _save(hub: Hub, person: Person, notebook: dict, path: str) -> None:
     assert status in (200, 201), (status, said)
 
 
+def _log_in(page, hub: Hub, person: Person) -> None:
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("input[name=username]", person.name)
+    page.fill("input[name=password]", person.password)
+    page.click("input[type=submit], button[type=submit]")
+    page.wait_for_url(re.compile(f"/user/{person.name}/lab"), timeout=HANG_S * 1000)
+
+
+def _assignment_list(page, hub: Hub, person: Person):
+    """The course's Assignment List opened from its menu (the words of ``person``'s edition) once it has loaded ->
+    the panel and its three sections by status (released, fetched, submitted)."""
+    texts = assignment_list.words(person.lang)
+    page.goto(f"{hub.url}/user/{person.name}/lab")
+    page.get_by_role("menuitem", name=texts["menu"], exact=True).click()
+    page.get_by_role("menuitem", name=texts["assignment_list"], exact=True).click()
+    panel = page.locator(".posref-assignments")
+    panel.wait_for()
+    page.wait_for_function("!document.querySelector('.posref-assignments .posref-assignments-loading')")
+    return panel, {s: panel.locator(f".posref-assignments-{s}") for s in ("released", "fetched", "submitted")}
+
+
+def _panel(panel) -> dict:
+    """What the panel shows: its headings, its empty sections' sentences, its buttons, all its text."""
+    return {
+        "headings": panel.locator("h2").all_inner_texts(),
+        "empty": panel.locator(".posref-assignments-empty").all_inner_texts(),
+        "buttons": [b.strip() for b in panel.locator("button:visible").all_inner_texts()],
+        "text": panel.inner_text(),
+    }
+
+
+def _validated(page, section) -> dict:
+    """Click the first notebook's Validate in ``section`` (fetched) and read the dialog (closed after)."""
+    section.locator(".posref-assignment-validate").first.click()
+    dialog = page.locator(".jp-Dialog-content")
+    dialog.wait_for(timeout=HANG_S * 1000)
+    said = {
+        "title": dialog.locator(".jp-Dialog-header").inner_text().strip(),
+        "paragraphs": dialog.locator(".posref-validation > p").all_inner_texts(),
+        "errors": dialog.locator(".posref-validation-error").all_inner_texts(),
+        "buttons": [
+            b.strip() for b in dialog.locator(".jp-Dialog-footer .jp-Dialog-button").all_inner_texts()
+        ],
+    }
+    return said
+
+
 @pytest.fixture(scope="module")
 def graded(hub, tmp_path_factory):
     """The whole term through the hub; returns what the tests look at."""
@@ -347,33 +398,37 @@ def graded(hub, tmp_path_factory):
         "POST", f"/user/{b.name}/assignments/validate", token=b.token, body={"path": path}
     )
     out["validate"] = validated
+    # b, in the browser, in zh-TW: the Assignment List, Validate (one answer wrong), Submit
+    b_texts = assignment_list.words(b.lang)
+    with browser_page(_chromium(), hub.base) as page:
+        _log_in(page, hub, b)
+        panel, sections = _assignment_list(page, hub, b)
+        out["panel_b"] = {"before": _panel(panel)}
+        out["validate_b"] = _validated(page, sections["fetched"])
+        page.locator(".jp-Dialog-footer .jp-Dialog-button").last.click()
+        sections["fetched"].locator("button", has_text=b_texts["submit"]).click()
+        sections["submitted"].locator(f".posref-assignment[data-assignment='{ASSIGNMENT}']").wait_for()
+        out["panel_b"]["after"] = _panel(panel)
+        out["menu_b"] = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        page.screenshot(path=str(shots / "zh-TW_assignment_list.png"))
     # a, in the browser: log in, fetch, work, validate, submit
+    a_texts = assignment_list.words(a.lang)
     with browser_page(_chromium(), hub.base) as page:
         out["requests"]["a"] = requests = []
         page.on("request", lambda request: requests.append(request.url))
-        page.goto(f"{hub.url}/hub/login")
-        page.fill("input[name=username]", a.name)
-        page.fill("input[name=password]", a.password)
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(re.compile(f"/user/{a.name}/lab"), timeout=HANG_S * 1000)
-        page.goto(f"{hub.url}/user/{a.name}/lab")
-        page.get_by_role("menuitem", name="Nbgrader").click()
-        page.get_by_text("Assignment List").click()
-        page.locator("#released_assignments_list button:has-text('Fetch')").click()
-        page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT).first.wait_for()
+        _log_in(page, hub, a)
+        panel, sections = _assignment_list(page, hub, a)
+        out["panel_a"] = _panel(panel)
+        sections["released"].locator("button", has_text=a_texts["fetch"]).click()
+        sections["fetched"].get_by_text(ASSIGNMENT).first.wait_for()
         out["fetched"][a.name] = (a.home / path).read_bytes()
         _save(hub, a, _work(hub, a, path), path)  # as JupyterLab saves it
-        page.locator("#fetched_assignments_list .assignment-notebooks-link").first.click()  # its notebooks
-        page.locator("#fetched_assignments_list button:has-text('Validate')").first.click()
-        dialog = page.locator(".jp-Dialog-content")
-        dialog.wait_for()
-        out["validate_a"] = dialog.inner_text()
+        out["validate_a"] = _validated(page, sections["fetched"])
         page.screenshot(path=str(shots / "hub_validate.png"))
-        page.locator(".jp-Dialog-footer button").last.click()
-        page.locator("#fetched_assignments_list button:has-text('Submit')").click()
-        page.locator("#submitted_assignments_list").get_by_text(ASSIGNMENT).first.wait_for()
+        page.locator(".jp-Dialog-footer .jp-Dialog-button").last.click()
+        sections["fetched"].locator("button", has_text=a_texts["submit"]).click()
+        sections["submitted"].get_by_text(ASSIGNMENT).first.wait_for()
         page.screenshot(path=str(shots / "hub_assignment_list.png"))
-        assert hub.student(b, "submit")[0] == 200
         forged = b.home / "forged"
         shutil.copytree(instructor.home / "release" / ASSIGNMENT, forged / ASSIGNMENT)
         subprocess.run(["chown", "-R", f"{b.uid}:{b.gid}", str(forged)], check=True)
@@ -402,11 +457,11 @@ def graded(hub, tmp_path_factory):
             out["rows"] = {r["student"]: r for r in csv.DictReader(f)}
         # the students fetch their feedback: b through the API, a in the Assignment List
         assert hub.student(b, "fetch_feedback")[0] == 200
-        page.goto(f"{hub.url}/user/{a.name}/lab")
-        page.get_by_role("menuitem", name="Nbgrader").click()
-        page.get_by_text("Assignment List").click()
-        page.locator("#submitted_assignments_list button:has-text('Fetch Feedback')").first.click()
-        page.locator("#submitted_assignments_list a:has-text('view feedback')").first.wait_for()
+        panel, sections = _assignment_list(page, hub, a)
+        sections["submitted"].locator("button", has_text=a_texts["fetch_feedback"]).first.click()
+        sections["submitted"].locator(
+            ".posref-assignment-feedback", has_text=a_texts["view_feedback"]
+        ).first.wait_for()
         for person in (a, b):
             out["pages"][person.name] = sorted((person.home / ASSIGNMENT / "feedback").rglob("*.html"))
         # a's fetched page, opened from disk in a browser that may load nothing but files
@@ -471,10 +526,55 @@ def test_a_students_server_is_a_students(graded):
     out, _, _, b = graded
     assert out["server"] == {"formgrader": 404, "formgraders": 404}, out["server"]
     assert out["validate"]["success"], out["validate"]
-    assert "Success! Your notebook passes all the tests." in out["validate_a"], out["validate_a"]
     assert not [f for f in out["inbound_files"] if ".ipynb_checkpoints" in f], out["inbound_files"]
     assert any(f.startswith(f"{COURSE}/inbound/{b.name}+") and f.endswith(f"/{ASSIGNMENT}.ipynb")
                for f in out["inbound_files"]), out["inbound_files"]  # fmt: skip
+
+
+def test_the_assignment_list_speaks_each_students_edition(graded):
+    """The course's Assignment List in each student's edition (posref_jupyter.assignment_list's words, the Validate
+    dialog posref_jupyter.validate's): a (English) fetched from "Released assignments" and validated with every
+    check passing; b (zh-TW) met its menu, headings, empty sections and buttons in zh-TW, no English word among
+    them but the names the course's pages give (Nbgrader, Assignment List, Submit, Validate), and Validate's
+    dialog said in zh-TW that one check failed, with posref's message in zh-TW."""
+    out, _, a, b = graded
+    en, en_words = assignment_list.words("en"), validate.words("en")
+    assert out["panel_a"]["headings"] == [en["released"], en["fetched"], en["submitted"]], out["panel_a"]
+    assert out["panel_a"]["headings"] == [
+        "Released assignments",
+        "Downloaded assignments",
+        "Submitted assignments",
+    ]
+    assert out["panel_a"]["empty"] == [en["no_fetched"], en["no_submitted"]], out["panel_a"]
+    assert en["fetch"] in out["panel_a"]["buttons"], out["panel_a"]
+    assert out["validate_a"]["title"] == en_words["title"] and out["validate_a"]["errors"] == [], out[
+        "validate_a"
+    ]
+    assert out["validate_a"]["paragraphs"] == ["Every check of this notebook passed."], out["validate_a"]
+
+    texts, words = assignment_list.words(b.lang), validate.words(b.lang)
+    before, after, dialog = out["panel_b"]["before"], out["panel_b"]["after"], out["validate_b"]
+    assert texts["menu"] in out["menu_b"], out["menu_b"]
+    for shown in (before, after):
+        assert shown["headings"] == [texts["released"], texts["fetched"], texts["submitted"]], shown
+        assert shown["headings"] == ["已發布的作業", "已下載的作業", "已繳交的作業"], shown
+    assert before["empty"] == [texts["no_released"], texts["no_submitted"]], before
+    assert before["buttons"] == [texts["refresh"], texts["submit"], words["validate"]], before
+    assert after["empty"] == [texts["no_released"]], after
+    assert after["buttons"] == [
+        texts["refresh"],
+        texts["submit"],
+        words["validate"],
+        texts["fetch_feedback"],
+    ], after
+    assert dialog["title"] == words["title"] == "驗證結果" and dialog["buttons"] == [words["ok"]], dialog
+    assert dialog["paragraphs"][0] == words["failed"].format(count=len(dialog["errors"])), dialog
+    assert set(dialog["paragraphs"][1:]) == {words["cell_failed"]} and dialog["errors"], dialog
+    assert all(re.search(r"[\u4e00-\u9fff]", error) for error in dialog["errors"]), (
+        dialog
+    )  # posref's, in zh-TW
+    said = [before["text"], after["text"], dialog["title"], *dialog["paragraphs"], *dialog["buttons"]]
+    assert not student_text.english_words_in(said, b.lang), student_text.english_words_in(said, b.lang)
 
 
 def test_each_student_fetches_their_own_feedback_whole_and_offline(graded):

@@ -148,6 +148,7 @@ STUDENT_HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:course-list",
     "@jupyter/nbgrader:menu",
     "@jupyter/nbgrader:validate-assignment",  # the course's own button replaces it
+    "@posref/validate:assignment-list",  # the course's Assignment List: a hub's only (no exchange here either)
     "@jupyterlab/apputils-extension:announcements",
 }
 

@@ -1,7 +1,10 @@
-"""The course's Validate button (``posref_jupyter/validate.py``, ``posref_jupyter/labextension/``), outside a
-browser: the committed bundle is the build of the committed source (``tools/labextension.py``), the student's
-JupyterLab loads it in place of nbgrader's button and the instructor's keeps nbgrader's, and its words are posref's
-catalogs' in the edition's language. In a browser: ``test_editions_lab.test_validate_speaks_the_editions_language``.
+"""The course's Validate button and Assignment List (``posref_jupyter/validate.py``,
+``posref_jupyter/assignment_list.py``, ``posref_jupyter/labextension/``), outside a browser: the committed bundle is
+the build of the committed source (``tools/labextension.py``), the student's JupyterLab loads the button in place of
+nbgrader's, the hub's student the course's Assignment List in place of nbgrader's, and the instructor's keeps
+nbgrader's both; their words are posref's catalogs' in the edition's language, and every word the code reads is one
+the server gives. In a browser: ``test_editions_lab.test_validate_speaks_the_editions_language`` (the button) and
+``test_hub`` (the Assignment List).
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ import pytest
 
 from autograder.pages import lab as instructor_lab
 from posref import launch
-from posref_jupyter import validate
+from posref_jupyter import assignment_list, validate
 
 REPO = Path(__file__).resolve().parents[2]
 NBGRADERS = "@jupyter/nbgrader:validate-assignment"
 OURS = "@posref/validate"
+NBGRADERS_LIST = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:menu")  # the panel and its menu
+OUR_LIST = "@posref/validate:assignment-list"
+SOURCE = REPO / "posref_jupyter" / "labextension" / "src"
 
 
 def _tool():
@@ -50,7 +56,7 @@ def test_a_source_changed_since_the_build_is_caught(tmp_path, monkeypatch):
             shutil.copy2(tool.SOURCE / name, source / name)
     monkeypatch.setattr(tool, "SOURCE", source)
     assert tool.problems() == []  # the copy is what was built
-    script = source / "src" / "index.js"
+    script = source / "src" / "button.js"
     script.write_text(script.read_text().replace("'validate-button'", "'validate-button posref'"))
     assert tool.problems() == [
         "the source changed since the bundle was built: run `make labextension` and commit the bundle"
@@ -71,24 +77,34 @@ def _extensions(env: dict[str, str]) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
 
 
-@pytest.mark.slow  # four `jupyter labextension list`: seconds each
-def test_the_students_lab_shows_the_courses_button_and_the_instructors_nbgraders():
+def _disabled(said: str) -> set[str]:
+    """The plugins ``jupyter labextension list`` says are disabled."""
+    return set(said.split("Disabled extensions:")[1].split()) if "Disabled extensions:" in said else set()
+
+
+@pytest.mark.slow  # five `jupyter labextension list`: seconds each
+def test_each_lab_loads_the_courses_button_and_list_where_it_disables_nbgraders():
+    """posref lab: the course's button, no Assignment List at all (no exchange); the hub's student: the course's
+    button and Assignment List, nbgrader's neither; the instructor's labs: nbgrader's, none of the course's."""
     clean = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_CONFIG_PATH", "JUPYTER_PATH")}
     taiwan = launch.EDITIONS["zh-TW"]
-    for who, env in {
-        "posref lab": launch.lab_env(lang=taiwan, env=clean),
-        "the hub's student": {**clean, **launch.hub_environment(taiwan)},
-    }.items():
+    for who, env, list_ours in (
+        ("posref lab", launch.lab_env(lang=taiwan, env=clean), False),
+        ("posref explore", launch.lab_env(env=clean), False),
+        ("the hub's student", {**clean, **launch.hub_environment(taiwan)}, True),
+    ):
         said = _extensions(env)
         assert re.search(rf"{OURS} v\S+ enabled OK", said), f"{who}: {said}"
-        disabled = said.split("Disabled extensions:")[1]
-        assert NBGRADERS in disabled, f"{who}: {said}"
+        disabled = _disabled(said)
+        assert NBGRADERS in disabled and set(NBGRADERS_LIST) <= disabled, f"{who}: {said}"
+        assert (OUR_LIST not in disabled) == list_ours, f"{who}: {said}"
     for who, env in {
         "posref lab --instructor-tools": launch.lab_env(instructor_tools=True, env=clean),
         "python -m autograder lab": instructor_lab.lab_env(clean),
     }.items():
         said = _extensions(env)
-        assert OURS not in said and NBGRADERS not in said, f"{who}: {said}"  # nbgrader's button, as before
+        assert OURS not in said, f"{who}: {said}"
+        assert not {NBGRADERS, *NBGRADERS_LIST} & _disabled(said), f"{who}: {said}"  # nbgrader's, as before
 
 
 def test_the_student_config_enables_the_words_where_it_disables_nbgraders_button():
@@ -97,6 +113,16 @@ def test_the_student_config_enables_the_words_where_it_disables_nbgraders_button
     assert server["ServerApp"]["jpserver_extensions"]["posref_jupyter.validate"] is True
     assert page["disabledExtensions"][NBGRADERS] is True
     assert (launch.STUDENT_DATA / "labextensions" / OURS / "package.json").is_file()
+
+
+def test_the_hub_config_enables_the_lists_words_where_it_swaps_nbgraders_list_for_the_courses():
+    server = json.loads((launch.HUB_CONFIG / "jupyter_server_config.json").read_text())
+    page = json.loads((launch.HUB_CONFIG / "labconfig" / "page_config.json").read_text())
+    extensions = server["ServerApp"]["jpserver_extensions"]
+    assert extensions["posref_jupyter.assignment_list"] is True
+    assert extensions["nbgrader.server_extensions.assignment_list"] is True  # the handlers the panel calls
+    assert page["disabledExtensions"][OUR_LIST] is False
+    assert all(page["disabledExtensions"][plugin] is True for plugin in NBGRADERS_LIST)
 
 
 def test_the_server_extension_puts_the_words_of_posref_lang_in_the_page(monkeypatch):
@@ -126,11 +152,58 @@ def test_the_words_are_the_catalogs_in_each_language():
     assert validate.words("zh-CN")["failed"].startswith("这本笔记本有 {count} 个检查没有通过")
 
 
-def test_the_button_says_only_the_words_the_server_gives_it():
-    """Every ``words.NAME`` the button reads is one the server extension gives, and every word given is read."""
-    script = (REPO / "posref_jupyter" / "labextension" / "src" / "index.js").read_text()
-    read = set(re.findall(r"\bwords\.(\w+)", script))
-    assert read == set(validate.words("en")), read ^ set(validate.words("en"))
+def test_the_list_puts_the_words_of_posref_lang_in_the_page(monkeypatch):
+    monkeypatch.setenv("POSREF_LANG", "zh-TW")
+    settings = {"page_config_data": {"other": 1}}
+    app = SimpleNamespace(web_app=SimpleNamespace(settings=settings), log=logging.getLogger("test"))
+    assignment_list._load_jupyter_server_extension(app)
+    said = settings["page_config_data"][assignment_list.PAGE_OPTION]
+    assert said == assignment_list.words("zh-TW") and said["released"] == "已發布的作業"
+    assert settings["page_config_data"]["other"] == 1
+
+
+def test_the_lists_words_are_the_catalogs_in_each_language():
+    english = assignment_list.words("en")
+    assert english == assignment_list.MESSAGES  # English is the source
+    for tag, said in {"zh-TW": "已繳交的作業", "zh-CN": "已提交的作业"}.items():
+        words = assignment_list.words(tag)
+        assert words["submitted"] == said, words
+        # the names the course's pages give (Nbgrader → Assignment List, Fetch, Submit) stay; the rest is Chinese
+        kept = {"menu", "assignment_list", "fetch", "submit"}
+        assert {k: words[k] for k in kept} == {k: english[k] for k in kept}, words
+        assert all(re.search(r"[\u4e00-\u9fff]", words[k]) for k in set(words) - kept), words
+
+
+def _read(name: str) -> dict[str, set[str]]:
+    """Which names each source file reads from ``name`` (``words.title`` -> ``title``)."""
+    return {p.name: set(re.findall(rf"\b{name}\.(\w+)", p.read_text())) for p in sorted(SOURCE.glob("*.js"))}
+
+
+def test_the_code_says_only_the_words_the_server_gives_it():
+    """Every ``words.NAME`` (the button's and the Validate dialog's) and ``texts.NAME`` (the Assignment List's) the
+    code reads is one the server extensions give, and every word given is read."""
+    for name, given in {"words": validate.words("en"), "texts": assignment_list.words("en")}.items():
+        read = set().union(*_read(name).values())
+        assert read == set(given), (name, read ^ set(given))
+    # one Validate dialog: the toolbar's button and the list's Validate both show it, neither writes its own
+    assert {"passed", "failed", "title"} <= _read("words")["validation.js"]
+    for other in ("button.js", "assignments.js"):
+        assert not {"passed", "failed", "title"} & _read("words")[other], other
+        assert "validateAndShow" in (SOURCE / other).read_text()
+
+
+def test_no_sentence_is_written_in_the_code():
+    """The source and the bundle hold none of the sentences the server gives (nor nbgrader's panel's): each is
+    said from the page's words only."""
+    bundle = REPO / "posref_jupyter" / "jupyter_data" / "labextensions" / OURS / "static"
+    comments = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)  # which name the panel as the course's pages do
+    code = {p: comments.sub("", p.read_text()) for p in [*SOURCE.glob("*.js"), *bundle.glob("*.js")]}
+    english = [*validate.MESSAGES.values(), *assignment_list.MESSAGES.values()]
+    sentences = [max(re.split(r"\{\w+\}", m), key=len).strip() for m in english if " " in m] + [
+        "Released assignments", "Success! Your notebook passes all the tests.", "Fetch Feedback"
+    ]  # fmt: skip
+    found = [f"{p.name}: {m!r}" for p, text in code.items() for m in sentences if m in text]
+    assert not found, found
 
 
 def test_the_words_load_without_torch():

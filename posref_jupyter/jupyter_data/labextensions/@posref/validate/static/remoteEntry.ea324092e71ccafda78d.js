@@ -8,10 +8,10 @@ var _JUPYTERLAB;
 
 const moduleMap = {
 	"./index": () => {
-		return __webpack_require__.e(44).then(() => (() => ((__webpack_require__(44)))));
+		return __webpack_require__.e(98).then(() => (() => ((__webpack_require__(98)))));
 	},
 	"./extension": () => {
-		return __webpack_require__.e(44).then(() => (() => ((__webpack_require__(44)))));
+		return __webpack_require__.e(98).then(() => (() => ((__webpack_require__(98)))));
 	}
 };
 const get = (module, getScope) => {
@@ -57,7 +57,7 @@ __webpack_require__.d(exports, {
 /******/ 		}
 /******/ 		// Create a new module (and put it into the cache)
 /******/ 		const module = __webpack_module_cache__[moduleId] = {
-/******/ 			// no module.id needed
+/******/ 			id: moduleId,
 /******/ 			// no module.loaded needed
 /******/ 			exports: {}
 /******/ 		};
@@ -76,6 +76,33 @@ __webpack_require__.d(exports, {
 /******/ 	__webpack_require__.c = __webpack_module_cache__;
 /******/ 	
 /************************************************************************/
+/******/ 	/* webpack/runtime/compat get default export */
+/******/ 	// getDefaultExport function for compatibility with non-harmony modules
+/******/ 	__webpack_require__.n = (module) => {
+/******/ 		const getter = module && module.__esModule ?
+/******/ 			() => (module['default']) :
+/******/ 			() => (module);
+/******/ 		__webpack_require__.d(getter, { a: getter });
+/******/ 		return getter;
+/******/ 	};
+/******/ 	
+/******/ 	/* webpack/runtime/concatenation wrap */
+/******/ 	// wrap a concatenated module body as a lazy, memoized accessor; mod is
+/******/ 	// set before the body runs so re-entrant calls (require cycles) observe
+/******/ 	// the partial exports like Node.js
+/******/ 	__webpack_require__.cw = (body) => {
+/******/ 		var mod;
+/******/ 		return () => {
+/******/ 			if (body) {
+/******/ 				var fn = body;
+/******/ 				body = 0;
+/******/ 				mod = { exports: {} };
+/******/ 				fn.call(mod.exports, mod, mod.exports);
+/******/ 			}
+/******/ 			return mod.exports;
+/******/ 		};
+/******/ 	};
+/******/ 	
 /******/ 	/* webpack/runtime/define property getters */
 /******/ 	// define getter/value functions for harmony exports
 /******/ 	__webpack_require__.d = (exports, definition) => {
@@ -109,7 +136,7 @@ __webpack_require__.d(exports, {
 /******/ 	
 /******/ 	/* webpack/runtime/get javascript chunk filename */
 /******/ 	// This function allow to reference async chunks
-/******/ 	__webpack_require__.u = (chunkId) => (chunkId + "." + "5af226a25a6e59ec8d07" + ".js?v=" + "5af226a25a6e59ec8d07" + "");
+/******/ 	__webpack_require__.u = (chunkId) => (chunkId + "." + "d54125717662769ff2d0" + ".js?v=" + "d54125717662769ff2d0" + "");
 /******/ 	
 /******/ 	/* webpack/runtime/hasOwnProperty shorthand */
 /******/ 	__webpack_require__.o = (obj, prop) => (Object.prototype.hasOwnProperty.call(obj, prop));
@@ -205,7 +232,7 @@ __webpack_require__.d(exports, {
 /******/ 			const promises = [];
 /******/ 			switch(name) {
 /******/ 				case "default": {
-/******/ 					register("@posref/validate", "0.1.0", () => (__webpack_require__.e(44).then(() => (() => (__webpack_require__(44))))));
+/******/ 					register("@posref/validate", "0.1.0", () => (__webpack_require__.e(98).then(() => (() => (__webpack_require__(98))))));
 /******/ 				}
 /******/ 				break;
 /******/ 			}
@@ -361,17 +388,21 @@ __webpack_require__.d(exports, {
 /******/ 		const moduleToHandlerMapping = {
 /******/ 			4: () => (loadSingletonVersion("default", "@jupyterlab/coreutils", false, [1,6,6,6])),
 /******/ 			12: () => (loadSingletonVersion("default", "@lumino/disposable", false, [1,2,0,0])),
+/******/ 			112: () => (loadSingletonVersion("default", "@jupyterlab/application", false, [1,4,6,6])),
 /******/ 			237: () => (loadSingletonVersion("default", "@jupyterlab/apputils", false, [1,4,7,6])),
 /******/ 			247: () => (loadSingletonVersion("default", "@lumino/widgets", false, [1,2,3,1,,"alpha",1])),
+/******/ 			591: () => (loadSingletonVersion("default", "@jupyterlab/mainmenu", false, [1,4,6,6])),
 /******/ 			691: () => (loadSingletonVersion("default", "@jupyterlab/services", false, [1,7,6,6]))
 /******/ 		};
 /******/ 		// no consumes in initial chunks
 /******/ 		const chunkMapping = {
-/******/ 			"44": [
+/******/ 			"98": [
 /******/ 				4,
 /******/ 				12,
+/******/ 				112,
 /******/ 				237,
 /******/ 				247,
+/******/ 				591,
 /******/ 				691
 /******/ 			]
 /******/ 		};
@@ -496,6 +527,9 @@ __webpack_require__.d(exports, {
 /******/ 		chunkLoadingGlobal.forEach(webpackJsonpCallback.bind(null, 0));
 /******/ 		chunkLoadingGlobal.push = webpackJsonpCallback.bind(null, chunkLoadingGlobal.push.bind(chunkLoadingGlobal));
 /******/ 	})();
+/******/ 	
+/******/ 	/* webpack/runtime/nonce */
+/******/ 	__webpack_require__.nc = undefined;
 /******/ 	
 /************************************************************************/
 /******/ 	
