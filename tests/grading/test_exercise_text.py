@@ -1,5 +1,6 @@
 """The exercise text states what its checker holds an answer to: the output dtype it accepts, the input's dtype it
-keeps, and (once per notebook, in the rules cell) that a graded function leaves its tensor arguments unchanged."""
+keeps, and (once per notebook, in the rules cell) that a graded function leaves its tensor arguments unchanged; 01's
+rules cell says the rules in full, the others their core and a link to 01's."""
 
 from __future__ import annotations
 
@@ -49,26 +50,45 @@ def test_pair_norms_says_it_keeps_the_inputs_dtype():
     assert "in `x`'s dtype" in _exercise_text("05_rope_analysis", "pair_norms")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_rules_cell_states_that_inputs_stay_unchanged(path):
+def _rules(path) -> str:
+    """The notebook's one rules cell."""
     (rules,) = [
         c.source for c in nbformat.read(path, as_version=4).cells if "**Rules for answers.**" in c.source
     ]
+    return rules
+
+
+FULL = REPO / "solutions" / "01_order" / "01_order.ipynb"  # the one notebook that states the rules in full
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_rules_cell_states_that_inputs_stay_unchanged(path):
+    rules = _rules(path)
     assert "leave its tensor arguments as they were" in rules
     assert "work on new tensors" in rules
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_rules_cell_states_that_what_runs_is_watched_earlier_answers_included(path):
+def test_01s_rules_cell_states_that_what_runs_is_watched_earlier_answers_included():
     """The score of record gives 0 to an answer during whose check posref's version ran, reached any way, through
     the student's own earlier answer too (issue 37, item 9; ``posref.grading.watch``, the same in every notebook):
-    every rules cell says that what runs is watched, and that what one's earlier answers run counts."""
-    (rules,) = [
-        c.source for c in nbformat.read(path, as_version=4).cells if "**Rules for answers.**" in c.source
-    ]
+    01's rules cell, the one that states the rules in full, says that what runs is watched, and that what one's
+    earlier answers run counts."""
+    rules = _rules(FULL)
     assert "also watches what your function runs while it is checked" in rules
     assert "calling your own functions from earlier answers" in rules
     assert "what they run while that answer is checked counts as its own" in rules
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p != FULL], ids=lambda p: p.stem)
+def test_every_other_rules_cell_says_any_route_counts_and_links_to_01s_in_full(path):
+    """02-08 state the rules' core once more (issue 39, item 10: the student reads the whole text once, in 01) and
+    link to 01's cell for the rest; the link leads to 01."""
+    rules = _rules(path)
+    assert "however they are reached" in rules
+    link = "../01_order/01_order.ipynb"
+    assert f"[01 order]({link}) gives these rules in full" in rules
+    assert (path.parent / link).resolve() == FULL.resolve()
+    assert "also watches what your function runs" not in rules  # the whole text is 01's alone
 
 
 def test_a_right_answer_that_changes_its_input_fails_as_the_rules_cell_says():
