@@ -48,6 +48,10 @@ MESSAGES = {
     "feedback_ready": N_("feedback ready to fetch"),
     "not_submitted_title": N_("Not submitted"),
     "not_submitted": N_("nbgrader did not take the hand-in; its reason:"),
+    "not_fetched_title": N_("Not fetched"),
+    "not_fetched": N_("nbgrader could not fetch the assignment; its error:"),
+    "no_feedback_title": N_("No feedback fetched"),
+    "no_feedback": N_("nbgrader could not fetch the feedback; its error:"),
 }
 
 

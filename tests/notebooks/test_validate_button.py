@@ -192,6 +192,22 @@ def test_the_code_says_only_the_words_the_server_gives_it():
         assert "validateAndShow" in (SOURCE / other).read_text()
 
 
+def test_every_button_of_the_list_says_in_a_dialog_when_nbgrader_could_not():
+    """Each route a button of the Assignment List POSTs has its own refusal (a title and a sentence): a failed Fetch
+    once replaced the whole list with "The list of assignments could not be loaded", nbgrader's traceback under it."""
+    code = (SOURCE / "assignments.js").read_text()
+    posted = set(re.findall(r"this\.action\([^)]*'(assignments/\w+)'", code))
+    table = code[code.index("function refusals(") :]
+    refused = dict(
+        re.findall(r"'(assignments/\w+)': \[texts\.(\w+), texts\.\w+\]", table[: table.index("\n}")])
+    )
+    assert posted == {"assignments/fetch", "assignments/submit", "assignments/fetch_feedback"}
+    assert set(refused) == posted and len(set(refused.values())) == len(posted)
+    assert (
+        "{ refused }" in code and "finally" in code
+    )  # every button's call, and its button always given back
+
+
 def test_no_sentence_is_written_in_the_code():
     """The source and the bundle hold none of the sentences the server gives (nor nbgrader's panel's): each is
     said from the page's words only."""

@@ -24,6 +24,15 @@ function sections(texts) {
   };
 }
 
+/** What a dialog says where nbgrader could not do what a button asked, per route: [its title, its sentence]. */
+function refusals(texts) {
+  return {
+    'assignments/fetch': [texts.not_fetched_title, texts.not_fetched],
+    'assignments/submit': [texts.not_submitted_title, texts.not_submitted],
+    'assignments/fetch_feedback': [texts.no_feedback_title, texts.no_feedback]
+  };
+}
+
 function button(label, onClick, className = 'jp-mod-styled jp-mod-accept') {
   const node = element('button', label, `jp-Button ${className}`);
   node.onclick = onClick;
@@ -105,9 +114,10 @@ class AssignmentList extends Widget {
   }
 
   /**
-   * `call`'s answer shown: nbgrader's list, or its error in every section, or, where nbgrader refused what was asked
-   * (a hand-in: it answers with its reason, not the list), `refused(its reason)`. No answer at all is said in every
-   * section while `listing` (nothing is listed yet), in a dialog after a button (the list shown stays).
+   * `call`'s answer shown: nbgrader's list; where nbgrader refused what a button asked (it answers with its reason or
+   * error, not the list), `refused(that)`, a dialog, the list shown staying; while `listing`, its error in every
+   * section. No answer at all is said in every section while `listing` (nothing is listed yet), in a dialog after a
+   * button (the list shown stays).
    */
   async act(call, { refused, listing } = {}) {
     let reply;
@@ -169,19 +179,26 @@ class AssignmentList extends Widget {
     return node;
   }
 
-  /** A button that POSTs `body` to `route`, saying `busy` meanwhile, and shows the list nbgrader answers. */
+  /**
+   * A button that POSTs `body` to `route`, saying `busy` meanwhile, and shows the list nbgrader answers, or in a
+   * dialog what nbgrader says where it could not (`refusals`: each route's title and sentence).
+   */
   action(label, busy, route, body) {
+    const [title, sentence] = refusals(this.texts)[route];
     const refused = async reason => {
       const said = document.createElement('div');
-      said.append(element('p', this.texts.not_submitted), element('pre', String(reason)));
-      await tell(this.texts.not_submitted_title, new Widget({ node: said }), this.words);
+      said.append(element('p', sentence), element('pre', String(reason)));
+      await tell(title, new Widget({ node: said }), this.words);
     };
     const node = button(label, async () => {
       node.textContent = busy;
       node.disabled = true;
-      await this.act(() => request(route, body), { refused: route === 'assignments/submit' ? refused : undefined });
-      node.textContent = label;
-      node.disabled = false;
+      try {
+        await this.act(() => request(route, body), { refused });
+      } finally {
+        node.textContent = label;
+        node.disabled = false;
+      }
     });
     return node;
   }

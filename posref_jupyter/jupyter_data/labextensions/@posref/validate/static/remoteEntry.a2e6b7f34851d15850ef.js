@@ -136,7 +136,7 @@ __webpack_require__.d(exports, {
 /******/ 	
 /******/ 	/* webpack/runtime/get javascript chunk filename */
 /******/ 	// This function allow to reference async chunks
-/******/ 	__webpack_require__.u = (chunkId) => (chunkId + "." + "d54125717662769ff2d0" + ".js?v=" + "d54125717662769ff2d0" + "");
+/******/ 	__webpack_require__.u = (chunkId) => (chunkId + "." + "b5b27cb03b6c665eaca3" + ".js?v=" + "b5b27cb03b6c665eaca3" + "");
 /******/ 	
 /******/ 	/* webpack/runtime/hasOwnProperty shorthand */
 /******/ 	__webpack_require__.o = (obj, prop) => (Object.prototype.hasOwnProperty.call(obj, prop));
