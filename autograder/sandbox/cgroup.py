@@ -163,11 +163,14 @@ class _Group:
         _move(self._procs, pid)
 
     def remove(self) -> bool:
-        """Kill whatever is still in the group and remove it (False: some process would not go)."""
+        """Kill whatever is still in the group and remove it (False: some process would not go). Its lock is let go
+        once: a second call closes no descriptor (by then, perhaps another file's)."""
         try:
             return _remove(self.path)
         finally:
-            os.close(self._held)
+            held, self._held = self._held, None
+            if held is not None:
+                os.close(held)
 
 
 class MemoryGroup(_Group):

@@ -403,3 +403,18 @@ def test_a_group_swept_before_its_grader_opens_it_is_made_again(tmp_path, monkey
         assert path.is_dir()
     finally:
         os.close(held)
+
+
+def test_a_group_removed_twice_closes_its_lock_once(tmp_path):
+    """The second ``remove`` (a caller's cleanup after an error path already removed it) closed the descriptor
+    number again, by then perhaps a file another part of the grader had opened."""
+    from autograder.sandbox import cgroup
+
+    group = cgroup._Group(tmp_path)
+    assert group.remove()
+    other = os.open(tmp_path, os.O_RDONLY)  # the kernel gives the lowest free number: the lock's, just closed
+    try:
+        assert group.remove()
+        os.fstat(other)  # still open
+    finally:
+        os.close(other)
