@@ -125,13 +125,22 @@ def test_the_hub_config_enables_the_lists_words_where_it_swaps_nbgraders_list_fo
     assert all(page["disabledExtensions"][plugin] is True for plugin in NBGRADERS_LIST)
 
 
-def test_the_server_extension_puts_the_words_of_posref_lang_in_the_page(monkeypatch):
-    monkeypatch.setenv("POSREF_LANG", "zh-CN")
+@pytest.mark.parametrize(
+    ("extension", "lang", "key", "said"),
+    [("validate", "zh-CN", "title", "验证结果"), ("assignment_list", "zh-TW", "released", "已發布的作業")],
+)
+def test_each_server_extension_puts_the_words_of_posref_lang_in_the_page(
+    monkeypatch, extension, lang, key, said
+):
+    """The button's words (``validate``) and the list's (``assignment_list``), each under its own page option, the
+    page's other options kept."""
+    module = {"validate": validate, "assignment_list": assignment_list}[extension]
+    monkeypatch.setenv("POSREF_LANG", lang)
     settings = {"page_config_data": {"other": 1}}
     app = SimpleNamespace(web_app=SimpleNamespace(settings=settings), log=logging.getLogger("test"))
-    validate._load_jupyter_server_extension(app)
-    said = settings["page_config_data"][validate.PAGE_OPTION]
-    assert said == validate.words("zh-CN") and said["title"] == "验证结果"
+    module._load_jupyter_server_extension(app)
+    words = settings["page_config_data"][module.PAGE_OPTION]
+    assert words == module.words(lang) and words[key] == said
     assert settings["page_config_data"]["other"] == 1
 
 
@@ -150,16 +159,6 @@ def test_the_words_are_the_catalogs_in_each_language():
     )
     assert taiwan["nbgrader"]["You did not provide a response."] == "你還沒有在這裡作答。"
     assert validate.words("zh-CN")["failed"].startswith("这本笔记本有 {count} 个检查没有通过")
-
-
-def test_the_list_puts_the_words_of_posref_lang_in_the_page(monkeypatch):
-    monkeypatch.setenv("POSREF_LANG", "zh-TW")
-    settings = {"page_config_data": {"other": 1}}
-    app = SimpleNamespace(web_app=SimpleNamespace(settings=settings), log=logging.getLogger("test"))
-    assignment_list._load_jupyter_server_extension(app)
-    said = settings["page_config_data"][assignment_list.PAGE_OPTION]
-    assert said == assignment_list.words("zh-TW") and said["released"] == "已發布的作業"
-    assert settings["page_config_data"]["other"] == 1
 
 
 def test_the_lists_words_are_the_catalogs_in_each_language():
